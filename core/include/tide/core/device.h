@@ -1,0 +1,47 @@
+// Device: where a storage lives and where an op runs ("cpu:0", "cuda:1").
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace tide {
+
+enum class DeviceKind : std::uint8_t { cpu = 0, cuda = 1 };
+
+/// A value type naming one device. Cheap to copy, hashable, comparable.
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;
+
+  constexpr Device() = default;
+  constexpr Device(DeviceKind k, int i) : kind(k), index(i) {}
+
+  /// Parses "cpu", "cpu:1", "cuda:0". Throws tide::DeviceError on bad text.
+  static Device parse(std::string_view text);
+
+  constexpr bool is_cpu() const { return kind == DeviceKind::cpu; }
+  constexpr bool is_cuda() const { return kind == DeviceKind::cuda; }
+  std::string str() const;
+
+  friend constexpr bool operator==(const Device&, const Device&) = default;
+};
+
+constexpr Device cpu(int index = 0) { return {DeviceKind::cpu, index}; }
+constexpr Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
+
+/// The streams every device has. Ops run on the compute stream unless a
+/// StreamScope (or the op itself, like copy_to) picks another.
+enum class StreamKind : std::uint8_t { compute = 0, copy = 1, comm = 2 };
+inline constexpr int kStreamKinds = 3;
+const char* stream_kind_name(StreamKind k);
+
+}  // namespace tide
+
+template <>
+struct std::hash<tide::Device> {
+  std::size_t operator()(const tide::Device& d) const noexcept {
+    return (static_cast<std::size_t>(d.kind) << 16) ^ static_cast<std::size_t>(d.index);
+  }
+};

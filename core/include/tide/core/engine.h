@@ -1,0 +1,234 @@
+// Engine: takes ops (closures over read and write sets of storages), tracks
+// the dependencies between them and runs them on per-device streams.
+//
+// Thread safety: an engine has one frontend thread, the first thread that
+// pushes to it. push, barriers, step() and the stream scope must be called
+// from that thread (another thread gets tide::UsageError). stats() may be
+// called from any thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include <tide/core/device.h>
+#include <tide/core/small_function.h>
+#include <tide/core/stats.h>
+#include <tide/core/storage.h>
+#include <tide/core/sync_policy.h>
+
+namespace tide {
+
+/// What a kernel sees when it runs on the backend.
+struct OpContext {
+  Device device;
+  StreamKind stream = StreamKind::compute;
+  void* native_stream = nullptr;  // cudaStream_t on CUDA devices, null on CPU
+  Storage* const* reads = nullptr;
+  Storage* const* writes = nullptr;
+  int nreads = 0;
+  int nwrites = 0;
+
+  template <typename T>
+  const T* in(int i) const { return static_cast<const T*>(reads[i]->data()); }
+  template <typename T>
+  T* out(int i) const { return static_cast<T*>(writes[i]->data()); }
+};
+
+using KernelFn = SmallFunction<void(const OpContext&)>;
+
+/// A fixed-capacity list of storages an op reads or writes.
+class StorageList {
+ public:
+  static constexpr int kCapacity = 4;
+  StorageList() = default;
+  StorageList(std::initializer_list<std::shared_ptr<Storage>> l);
+  void add(std::shared_ptr<Storage> s);
+  int size() const { return n_; }
+  Storage* operator[](int i) const { return items_[static_cast<std::size_t>(i)].get(); }
+  void clear();
+
+ private:
+  std::array<std::shared_ptr<Storage>, kCapacity> items_{};
+  int n_ = 0;
+};
+
+/// One op as the frontend hands it to the engine.
+struct OpDesc {
+  const char* name = "op";
+  Device device;
+  /// Which of the device's streams; unset means the frontend's current kind
+  /// (see StreamScope), which defaults to compute.
+  int stream = -1;
+  KernelFn fn;
+  StorageList reads;
+  StorageList writes;
+  std::source_location loc = std::source_location::current();
+};
+
+enum class EngineKind { async, naive };
+const char* engine_kind_name(EngineKind k);
+
+struct EngineOptions {
+  EngineKind kind = EngineKind::async;
+  int cpu_devices = 1;
+  SyncPolicy policy;
+
+  /// Reads TIDE_ENGINE (async|naive) and TIDE_CPU_DEVICES (1..64) over the
+  /// defaults; throws tide::ValueError on a bad value.
+  static EngineOptions from_env();
+};
+
+class Engine;
+
+/// A minibatch, from construction to destruction. See SyncPolicy.
+class Step {
+ public:
+  Step(Step&& o) noexcept : engine_(o.engine_), index_(o.index_) { o.engine_ = nullptr; }
+  Step& operator=(Step&&) = delete;
+  ~Step();
+  std::uint64_t index() const { return index_; }
+
+ private:
+  friend class Engine;
+  Step(Engine* e, std::uint64_t index) : engine_(e), index_(index) {}
+  Engine* engine_;
+  std::uint64_t index_;
+};
+
+class Engine {
+ public:
+  /// Builds an async or naive engine. Workers start at once.
+  static std::unique_ptr<Engine> create(const EngineOptions& options = EngineOptions::from_env());
+  virtual ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  std::uint64_t id() const { return id_; }
+  virtual EngineKind kind() const = 0;
+  const std::vector<Device>& devices() const { return devices_; }
+  /// Throws tide::DeviceError when `d` is not one of devices().
+  void check_device(Device d) const;
+
+  /// Allocates storage on `device` owned by this engine (no op is queued).
+  std::shared_ptr<Storage> allocate(Device device, std::size_t nbytes);
+
+  /// Enqueues `op` and returns; may block only at the sync-policy gate.
+  /// Throws tide::Error for a malformed op (unknown device, storages of
+  /// another engine or device) before anything is enqueued.
+  void push(OpDesc&& op);
+
+  /// Blocks until the last op writing `s` has run; rethrows its error.
+  void wait_for(const Storage& s, const char* kind = "wait_to_read",
+                std::source_location loc = std::source_location::current());
+  /// Blocks until every pushed op has run; rethrows the first error not yet
+  /// reported at a barrier.
+  void wait_all(std::source_location loc = std::source_location::current());
+  /// Counts a host-blocking call (for blockers that wait through wait_for).
+  void record_blocker(const char* kind, std::source_location loc, std::int64_t ns);
+
+  /// Marks a minibatch; may block at the in-flight-steps gate.
+  Step step(std::source_location loc = std::source_location::current());
+
+  void set_policy(const SyncPolicy& p);
+  const SyncPolicy& policy() const { return policy_; }
+
+  /// The stream kind ops use when they do not choose one.
+  StreamKind stream_kind() const { return stream_kind_; }
+  void set_stream_kind(StreamKind k) { stream_kind_ = k; }
+
+  /// Philox state for creation ops: the seed, and a counter offset that each
+  /// random op advances on the frontend (so results do not depend on streams).
+  void manual_seed(std::uint64_t seed) { rng_seed_ = seed; rng_offset_ = 0; }
+  std::uint64_t rng_seed() const { return rng_seed_; }
+  std::uint64_t take_rng_offset(std::uint64_t count) {
+    std::uint64_t o = rng_offset_;
+    rng_offset_ += count;
+    return o;
+  }
+
+  Stats stats() const;
+  void reset_stats();
+
+  /// Skips every op not yet started (their outputs are poisoned with a
+  /// cancellation error) and waits for the ones running. The engine stays
+  /// usable. Errors recorded so far are dropped.
+  virtual void cancel_pending() = 0;
+
+ protected:
+  explicit Engine(const EngineOptions& options);
+
+  struct Counters;  // shared with the backends
+  friend class Step;
+  void end_step(std::uint64_t index) noexcept;
+
+  /// The backend part of push: called after validation.
+  virtual void submit(OpDesc&& op, int stream_index) = 0;
+  virtual void wait_storage(const Storage& s) = 0;
+  virtual void wait_everything() = 0;
+  /// Gate hooks for the async engine; the naive engine never queues.
+  virtual void gate_steps(std::uint32_t) {}
+  virtual void mark_step_end() {}
+  virtual void on_policy_changed() {}
+
+  /// Runs `op` (poison check, kernel, error capture). Shared by both engines.
+  /// `stream_name` and `seq` go into the provenance of a failure.
+  void execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
+               void* native_stream, bool cancelled);
+  /// Throws the error poisoning `s`, if any, marking it reported.
+  void rethrow_poison(const Storage& s);
+  void rethrow_first_unreported();
+  void drop_errors();
+  std::string stream_name(int stream_index) const;
+  std::uint64_t current_step() const { return step_index_; }
+  void check_frontend_thread();
+
+  std::vector<Device> devices_;
+  SyncPolicy policy_;
+  std::unique_ptr<Counters> counters_;
+
+ private:
+  std::uint64_t id_;
+  StreamKind stream_kind_ = StreamKind::compute;
+  std::uint64_t rng_seed_ = 0;
+  std::uint64_t rng_offset_ = 0;
+  std::uint64_t step_index_ = 0;
+  bool in_step_ = false;
+  std::size_t frontend_thread_ = 0;  // hash of the first pushing thread's id
+};
+
+/// The engine ops use by default: the innermost live EngineScope (a Runtime
+/// holds one). Throws tide::UsageError when there is none.
+Engine& current_engine();
+Engine* current_engine_or_null();
+
+/// Makes `e` the current engine for its lifetime (scopes nest).
+class EngineScope {
+ public:
+  explicit EngineScope(Engine& e);
+  ~EngineScope();
+  EngineScope(const EngineScope&) = delete;
+  EngineScope& operator=(const EngineScope&) = delete;
+
+ private:
+  Engine* prev_;
+};
+
+/// Ops pushed while it lives (from the frontend thread) go to streams of kind
+/// `k` on their device, unless the op chooses its stream itself.
+class StreamScope {
+ public:
+  explicit StreamScope(StreamKind k, Engine& e = current_engine());
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  Engine& engine_;
+  StreamKind prev_;
+};
+
+}  // namespace tide

@@ -1,0 +1,53 @@
+// Errors. User mistakes are exceptions thrown on the frontend before anything
+// is enqueued; failures of async work are BackendError, rethrown at barriers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace tide {
+
+/// Base of every error tide throws.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class ShapeError : public Error { using Error::Error; };
+class DTypeError : public Error { using Error::Error; };
+class DeviceError : public Error { using Error::Error; };
+/// Use of a default-constructed (undefined) Tensor, or of a tensor whose
+/// engine has been destroyed.
+class UndefinedTensorError : public Error { using Error::Error; };
+class PolicyError : public Error { using Error::Error; };
+class ValueError : public Error { using Error::Error; };
+/// An engine used wrongly: no active runtime, a push from a second thread...
+class UsageError : public Error { using Error::Error; };
+
+/// Where an async failure came from.
+struct OpProvenance {
+  std::string op;          // op name, e.g. "div"
+  std::string stream;      // e.g. "cpu:1/compute"
+  std::uint64_t step = 0;  // minibatch index when pushed
+  std::uint64_t seq = 0;   // position on its stream
+  std::string call_site;   // "file:line (function)" of the frontend call
+  std::string what;        // the original exception's message
+};
+
+/// A failure of an op on the backend, rethrown on the frontend at the next
+/// barrier that touches its outputs (or at wait_all).
+class BackendError : public Error {
+ public:
+  explicit BackendError(std::shared_ptr<const OpProvenance> p);
+  const OpProvenance& provenance() const { return *prov_; }
+
+ private:
+  std::shared_ptr<const OpProvenance> prov_;
+};
+
+std::string format_call_site(const std::source_location& loc);
+
+}  // namespace tide

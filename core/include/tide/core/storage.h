@@ -1,0 +1,66 @@
+// Storage: the bytes behind one or more Tensor handles, plus the engine's
+// bookkeeping for them (who wrote last, who read since, poison).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <tide/core/device.h>
+#include <tide/core/error.h>
+
+namespace tide {
+
+class Stream;
+
+/// A position on a stream's timeline: done once the stream has completed
+/// `seq` ops. A null stream means "nothing to wait for".
+struct StreamPoint {
+  Stream* stream = nullptr;
+  std::uint64_t seq = 0;
+};
+
+/// Dependency state of one storage. Owned by the frontend thread: only the
+/// engine's push path and barriers touch it, so it needs no lock.
+struct VarState {
+  static constexpr int kMaxReaders = 8;
+  StreamPoint last_write;
+  std::array<StreamPoint, kMaxReaders> readers{};  // since last_write, one per stream
+  int nreaders = 0;
+  bool written = false;  // any op has written this storage yet
+};
+
+class Storage {
+ public:
+  /// Allocates `nbytes` (64-byte aligned) on `device` for the engine `engine_id`.
+  Storage(std::uint64_t engine_id, Device device, std::size_t nbytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  std::uint64_t engine_id() const { return engine_id_; }
+  Device device() const { return device_; }
+  std::size_t nbytes() const { return nbytes_; }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+
+  VarState& var() { return var_; }
+  const VarState& var() const { return var_; }
+
+  /// Set by the op that last wrote this storage when it failed (or was
+  /// skipped because an input was poisoned); cleared by a successful write.
+  /// Ordered like the data itself: the engine's RAW/WAR/WAW edges protect it.
+  const std::shared_ptr<const OpProvenance>& poison() const { return poison_; }
+  void set_poison(std::shared_ptr<const OpProvenance> p) { poison_ = std::move(p); }
+
+ private:
+  std::uint64_t engine_id_;
+  Device device_;
+  std::size_t nbytes_;
+  void* data_ = nullptr;
+  VarState var_;
+  std::shared_ptr<const OpProvenance> poison_;
+};
+
+}  // namespace tide

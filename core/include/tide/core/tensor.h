@@ -1,0 +1,96 @@
+// Tensor: a cheap handle (shared storage + shape + dtype). Ops on tensors
+// return at once; values reach the frontend only through the blockers below.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <source_location>
+#include <vector>
+
+#include <tide/core/device.h>
+#include <tide/core/dtype.h>
+#include <tide/core/error.h>
+#include <tide/core/shape.h>
+#include <tide/core/storage.h>
+
+namespace tide {
+
+class Engine;
+
+class Tensor {
+ public:
+  /// An undefined tensor: any use throws tide::UndefinedTensorError.
+  Tensor() = default;
+  Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype);
+
+  /// Uninitialised storage on `device` of the current engine (no op queued).
+  static Tensor empty(const Shape& shape, DType dtype, Device device = cpu(0));
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  Device device() const;
+  int ndim() const { return shape_.ndim(); }
+  std::int64_t numel() const { return shape_.numel(); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  /// True when both handles share one storage.
+  bool is_same(const Tensor& o) const { return storage_ == o.storage_; }
+
+  /// Barrier: blocks until the ops producing this tensor have run (not the
+  /// unrelated work queued elsewhere); rethrows their error, if any.
+  const Tensor& wait_to_read(std::source_location loc = std::source_location::current()) const;
+
+  /// Implicit blocker: the single element converted to T (numel must be 1).
+  template <typename T>
+  T item(std::source_location loc = std::source_location::current()) const;
+
+  /// Implicit blocker: all elements, row-major, converted to T.
+  template <typename T>
+  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
+
+  /// Throws tide::UndefinedTensorError when undefined, tide::UsageError when
+  /// its engine is not the current one.
+  Engine& engine() const;
+  void check_defined(const char* what) const;
+
+ private:
+  friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
+  /// Waits for the producers and returns the host bytes (CPU storage).
+  const void* read_host(const char* kind, std::source_location loc) const;
+
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+};
+
+/// Implicit blocker: prints values, shape, dtype and device.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+template <typename T>
+T Tensor::item(std::source_location loc) const {
+  check_defined("item");
+  if (numel() != 1)
+    throw ShapeError("item() needs a tensor of one element, got shape " + shape_.str());
+  const void* p = read_host("item", loc);
+  return dispatch_dtype(dtype_, [&](auto tag) -> T {
+    using S = decltype(tag);
+    return static_cast<T>(*static_cast<const S*>(p));
+  });
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector(std::source_location loc) const {
+  check_defined("to_vector");
+  const void* p = read_host("to_vector", loc);
+  std::vector<T> out(static_cast<std::size_t>(numel()));
+  dispatch_dtype(dtype_, [&](auto tag) {
+    using S = decltype(tag);
+    const S* src = static_cast<const S*>(p);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);
+  });
+  return out;
+}
+
+}  // namespace tide

@@ -1,0 +1,86 @@
+// Small value types: dtype names, shapes, errors, policies.
+#include <cmath>
+#include <sstream>
+
+#include <tide/core/dtype.h>
+#include <tide/core/error.h>
+#include <tide/core/shape.h>
+#include <tide/core/sync_policy.h>
+
+namespace tide {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
+  }
+  return "?";
+}
+
+Shape::Shape(std::initializer_list<std::int64_t> dims) {
+  for (auto d : dims) push_back(d);
+}
+
+void Shape::push_back(std::int64_t d) {
+  if (ndim_ == kMaxDims)
+    throw ShapeError("shape has more than " + std::to_string(kMaxDims) + " dimensions");
+  if (d < 0) throw ShapeError("negative extent " + std::to_string(d) + " in shape");
+  dims_[static_cast<std::size_t>(ndim_++)] = d;
+}
+
+std::int64_t Shape::numel() const {
+  std::int64_t n = 1;
+  for (int i = 0; i < ndim_; ++i) n *= dims_[static_cast<std::size_t>(i)];
+  return n;
+}
+
+Shape Shape::without(int axis) const {
+  Shape s;
+  for (int i = 0; i < ndim_; ++i)
+    if (i != axis) s.push_back(dims_[static_cast<std::size_t>(i)]);
+  return s;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < ndim_; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims_[static_cast<std::size_t>(i)]);
+  }
+  return s + "]";
+}
+
+static std::string describe(const OpProvenance& p) {
+  std::ostringstream os;
+  os << "op '" << p.op << "' failed on " << p.stream << " (step " << p.step << ", seq " << p.seq
+     << "), pushed at " << p.call_site << ": " << p.what;
+  return os.str();
+}
+
+BackendError::BackendError(std::shared_ptr<const OpProvenance> p)
+    : Error(describe(*p)), prov_(std::move(p)) {}
+
+std::string format_call_site(const std::source_location& loc) {
+  std::string file = loc.file_name();
+  return file + ":" + std::to_string(loc.line()) + " (" + loc.function_name() + ")";
+}
+
+void SyncPolicy::validate() const {
+  if (!(low_water > 0.0 && low_water <= 1.0) || std::isnan(low_water))
+    throw PolicyError("SyncPolicy.low_water must be in (0, 1], got " + std::to_string(low_water));
+  if (max_inflight_steps > (1u << 20))
+    throw PolicyError("SyncPolicy.max_inflight_steps is absurdly large: " +
+                      std::to_string(max_inflight_steps));
+}
+
+std::string SyncPolicy::str() const {
+  auto cap = [](std::uint64_t v) { return v == 0 ? std::string("unbounded") : std::to_string(v); };
+  std::ostringstream os;
+  os << "steps in flight " << (max_inflight_steps ? std::to_string(max_inflight_steps) : "unbounded")
+     << ", queued ops " << cap(max_queued_ops) << ", queued bytes " << cap(max_queued_bytes)
+     << ", low water " << low_water;
+  return os.str();
+}
+
+}  // namespace tide

@@ -1,0 +1,336 @@
+// The engine's front half, shared by the async and naive backends: checks,
+// stream choice, steps, errors, blockers and stats.
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "engine_internal.h"
+
+namespace tide {
+
+namespace {
+std::atomic<std::uint64_t> g_next_engine_id{1};
+std::atomic<Engine*> g_current{nullptr};
+
+int env_int(const char* name, int def, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi)
+    throw ValueError(std::string(name) + "=" + v + " is not an integer in [" + std::to_string(lo) +
+                     ", " + std::to_string(hi) + "]");
+  return static_cast<int>(x);
+}
+}  // namespace
+
+const char* engine_kind_name(EngineKind k) { return k == EngineKind::async ? "async" : "naive"; }
+
+EngineOptions EngineOptions::from_env() {
+  EngineOptions o;
+  if (const char* v = std::getenv("TIDE_ENGINE"); v && *v) {
+    std::string s = v;
+    if (s == "async") o.kind = EngineKind::async;
+    else if (s == "naive") o.kind = EngineKind::naive;
+    else throw ValueError("TIDE_ENGINE=" + s + ": expected 'async' or 'naive'");
+  }
+  o.cpu_devices = env_int("TIDE_CPU_DEVICES", 1, 1, 64);
+  return o;
+}
+
+StorageList::StorageList(std::initializer_list<std::shared_ptr<Storage>> l) {
+  for (auto& s : l) add(s);
+}
+
+void StorageList::add(std::shared_ptr<Storage> s) {
+  if (n_ == kCapacity)
+    throw UsageError("an op may list at most " + std::to_string(kCapacity) + " storages per set");
+  items_[static_cast<std::size_t>(n_++)] = std::move(s);
+}
+
+void StorageList::clear() {
+  for (int i = 0; i < n_; ++i) items_[static_cast<std::size_t>(i)].reset();
+  n_ = 0;
+}
+
+std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
+  if (options.cpu_devices < 1 || options.cpu_devices > 64)
+    throw ValueError("cpu_devices must be in [1, 64], got " + std::to_string(options.cpu_devices));
+  options.policy.validate();
+  return options.kind == EngineKind::async ? make_async_engine(options) : make_naive_engine(options);
+}
+
+Engine::Engine(const EngineOptions& options)
+    : policy_(options.policy), counters_(std::make_unique<Counters>()), id_(g_next_engine_id++) {
+  for (int i = 0; i < options.cpu_devices; ++i) devices_.push_back(cpu(i));
+}
+
+Engine::~Engine() {
+  Engine* self = this;
+  g_current.compare_exchange_strong(self, nullptr);
+  std::size_t unreported = 0;
+  std::shared_ptr<const OpProvenance> first;
+  for (auto& e : counters_->errors)
+    if (!e.reported && ++unreported == 1) first = e.prov;
+  if (first)
+    std::fprintf(stderr, "tide: engine destroyed with %zu unreported backend error(s); first: %s\n",
+                 unreported, BackendError(first).what());
+}
+
+void Engine::check_device(Device d) const {
+  for (const auto& x : devices_)
+    if (x == d) return;
+  std::string have;
+  for (const auto& x : devices_) have += (have.empty() ? "" : ", ") + x.str();
+  throw DeviceError("device " + d.str() + " is not available (this engine has: " + have + ")");
+}
+
+std::shared_ptr<Storage> Engine::allocate(Device device, std::size_t nbytes) {
+  check_device(device);
+  return std::make_shared<Storage>(id_, device, nbytes);
+}
+
+void Engine::check_frontend_thread() {
+  std::size_t me = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  if (frontend_thread_ == 0) {
+    frontend_thread_ = me;
+  } else if (frontend_thread_ != me) {
+    throw UsageError("tide engine used from a second thread: push, barriers and steps must all "
+                     "come from its one frontend thread");
+  }
+}
+
+void Engine::push(OpDesc&& op) {
+  check_frontend_thread();
+  check_device(op.device);
+  if (!op.fn) throw UsageError(std::string("op '") + op.name + "' has no kernel");
+  for (int i = 0; i < op.reads.size(); ++i)
+    if (op.reads[i]->engine_id() != id_)
+      throw UsageError(std::string("op '") + op.name + "' reads a tensor of another engine");
+  for (int i = 0; i < op.writes.size(); ++i)
+    if (op.writes[i]->engine_id() != id_)
+      throw UsageError(std::string("op '") + op.name + "' writes a tensor of another engine");
+  int kind = op.stream >= 0 ? op.stream : static_cast<int>(stream_kind_);
+  if (kind >= kStreamKinds) throw UsageError("bad stream kind " + std::to_string(kind));
+  int stream_index = op.device.index * kStreamKinds + kind;
+  counters_->pushed.fetch_add(1, std::memory_order_relaxed);
+  submit(std::move(op), stream_index);
+}
+
+std::string Engine::stream_name(int stream_index) const {
+  return cpu(stream_index / kStreamKinds).str() + "/" +
+         stream_kind_name(static_cast<StreamKind>(stream_index % kStreamKinds));
+}
+
+void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
+                     void* native_stream, bool cancelled) {
+  auto make_prov = [&](std::string what) {
+    auto p = std::make_shared<OpProvenance>();
+    p->op = op.name;
+    p->stream = stream_name(stream_index);
+    p->step = step;
+    p->seq = seq;
+    p->call_site = format_call_site(op.loc);
+    p->what = std::move(what);
+    return std::shared_ptr<const OpProvenance>(std::move(p));
+  };
+  std::shared_ptr<const OpProvenance> poison;
+  if (cancelled) {
+    poison = make_prov("cancelled before it ran");
+  } else {
+    for (int i = 0; i < op.reads.size() && !poison; ++i) poison = op.reads[i]->poison();
+  }
+  if (poison) {
+    counters_->skipped.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    Storage* reads[StorageList::kCapacity];
+    Storage* writes[StorageList::kCapacity];
+    for (int i = 0; i < op.reads.size(); ++i) reads[i] = op.reads[i];
+    for (int i = 0; i < op.writes.size(); ++i) writes[i] = op.writes[i];
+    OpContext ctx{devices_[static_cast<std::size_t>(stream_index / kStreamKinds)],
+                  static_cast<StreamKind>(stream_index % kStreamKinds),
+                  native_stream,
+                  reads,
+                  writes,
+                  op.reads.size(),
+                  op.writes.size()};
+    try {
+      op.fn(ctx);
+    } catch (const std::exception& e) {
+      poison = make_prov(e.what());
+    } catch (...) {
+      poison = make_prov("unknown exception");
+    }
+    if (poison) {
+      counters_->failed.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(counters_->mutex);
+      auto& errs = counters_->errors;
+      if (errs.size() < 1024) errs.push_back({poison, false});
+    }
+  }
+  for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->set_poison(poison);
+}
+
+void Engine::rethrow_poison(const Storage& s) {
+  const auto& p = s.poison();
+  if (!p) return;
+  {
+    std::lock_guard<std::mutex> lock(counters_->mutex);
+    auto& errs = counters_->errors;
+    std::erase_if(errs, [&](const Counters::RecordedError& e) { return e.prov == p; });
+  }
+  throw BackendError(p);
+}
+
+void Engine::rethrow_first_unreported() {
+  std::shared_ptr<const OpProvenance> first;
+  {
+    std::lock_guard<std::mutex> lock(counters_->mutex);
+    if (counters_->errors.empty()) return;
+    first = counters_->errors.front().prov;
+    counters_->errors.clear();
+  }
+  throw BackendError(first);
+}
+
+void Engine::drop_errors() {
+  std::lock_guard<std::mutex> lock(counters_->mutex);
+  counters_->errors.clear();
+}
+
+void Engine::record_blocker(const char* kind, std::source_location loc, std::int64_t ns) {
+  std::lock_guard<std::mutex> lock(counters_->mutex);
+  auto& site = counters_->sites[{loc.file_name(), loc.line(), loc.column(), kind}];
+  site.kind = kind;
+  site.loc = loc;
+  site.count++;
+  site.ns += ns;
+  counters_->blockers++;
+  counters_->blocked_ns += ns;
+}
+
+void Engine::wait_for(const Storage& s, const char* kind, std::source_location loc) {
+  check_frontend_thread();
+  if (s.engine_id() != id_) throw UsageError("wait_to_read on a tensor of another engine");
+  std::int64_t t0 = now_ns();
+  wait_storage(s);
+  record_blocker(kind, loc, now_ns() - t0);
+  rethrow_poison(s);
+}
+
+void Engine::wait_all(std::source_location loc) {
+  check_frontend_thread();
+  std::int64_t t0 = now_ns();
+  wait_everything();
+  record_blocker("wait_all", loc, now_ns() - t0);
+  rethrow_first_unreported();
+}
+
+Step Engine::step(std::source_location loc) {
+  check_frontend_thread();
+  if (in_step_)
+    throw UsageError("step() at " + format_call_site(loc) + " while another step is open: steps do not nest");
+  if (policy_.max_inflight_steps) gate_steps(policy_.max_inflight_steps);
+  in_step_ = true;
+  counters_->steps_begun.fetch_add(1, std::memory_order_relaxed);
+  return Step(this, step_index_);
+}
+
+void Engine::end_step(std::uint64_t index) noexcept {
+  if (!in_step_ || index != step_index_) return;
+  mark_step_end();
+  in_step_ = false;
+  ++step_index_;
+}
+
+Step::~Step() {
+  if (engine_) engine_->end_step(index_);
+}
+
+void Engine::set_policy(const SyncPolicy& p) {
+  check_frontend_thread();
+  p.validate();
+  policy_ = p;
+  on_policy_changed();
+}
+
+Stats Engine::stats() const {
+  const Counters& c = *counters_;
+  auto ld = [](const auto& a) { return a.load(std::memory_order_relaxed); };
+  Stats s;
+  s.ops_pushed = ld(c.pushed);
+  s.ops_completed = ld(c.completed);
+  s.ops_failed = ld(c.failed);
+  s.ops_skipped = ld(c.skipped);
+  s.cross_stream_waits = ld(c.cross_stream_waits);
+  s.stalls = ld(c.stalls);
+  s.stalled_ns = ld(c.stalled_ns);
+  s.stalls_steps = ld(c.stalls_steps);
+  s.stalls_ops = ld(c.stalls_ops);
+  s.stalls_bytes = ld(c.stalls_bytes);
+  s.queued_ops = ld(c.queued_ops);
+  s.queued_bytes = ld(c.queued_bytes);
+  s.peak_queued_ops = ld(c.peak_queued_ops);
+  s.peak_queued_bytes = ld(c.peak_queued_bytes);
+  s.steps_begun = ld(c.steps_begun);
+  s.peak_inflight_steps = ld(c.peak_inflight_steps);
+  std::lock_guard<std::mutex> lock(counters_->mutex);
+  s.blockers = c.blockers;
+  s.blocked_ns = c.blocked_ns;
+  for (const auto& [key, site] : c.sites)
+    s.blocker_sites.push_back({site.kind, format_call_site(site.loc), site.count, site.ns});
+  return s;
+}
+
+void Engine::reset_stats() {
+  Counters& c = *counters_;
+  for (auto* a : {&c.pushed, &c.completed, &c.failed, &c.skipped, &c.cross_stream_waits, &c.stalls,
+                  &c.stalls_steps, &c.stalls_ops, &c.stalls_bytes, &c.steps_begun,
+                  &c.peak_inflight_steps})
+    a->store(0, std::memory_order_relaxed);
+  c.stalled_ns.store(0, std::memory_order_relaxed);
+  c.peak_queued_ops.store(c.queued_ops.load(), std::memory_order_relaxed);
+  c.peak_queued_bytes.store(c.queued_bytes.load(), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.sites.clear();
+  c.blockers = 0;
+  c.blocked_ns = 0;
+}
+
+std::string Stats::str() const {
+  std::ostringstream os;
+  os << "ops: " << ops_pushed << " pushed, " << ops_completed << " completed, " << ops_failed
+     << " failed, " << ops_skipped << " skipped; cross-stream waits " << cross_stream_waits << "\n"
+     << "blockers: " << blockers << " (" << blocked_ns / 1000 << " us); stalls: " << stalls << " ("
+     << stalled_ns / 1000 << " us: steps " << stalls_steps << ", ops " << stalls_ops << ", bytes "
+     << stalls_bytes << ")\n"
+     << "peak queued: " << peak_queued_ops << " ops, " << peak_queued_bytes << " bytes; steps "
+     << steps_begun << " (peak in flight " << peak_inflight_steps << ")\n";
+  for (const auto& b : blocker_sites)
+    os << "  " << b.kind << " x" << b.count << " (" << b.blocked_ns / 1000 << " us) at "
+       << b.call_site << "\n";
+  return os.str();
+}
+
+Engine& current_engine() {
+  Engine* e = g_current.load(std::memory_order_acquire);
+  if (!e)
+    throw UsageError("no active tide engine: create a tide::Runtime (or an Engine and an "
+                     "EngineScope) before calling ops");
+  return *e;
+}
+
+Engine* current_engine_or_null() { return g_current.load(std::memory_order_acquire); }
+
+EngineScope::EngineScope(Engine& e) : prev_(g_current.exchange(&e)) {}
+EngineScope::~EngineScope() { g_current.store(prev_); }
+
+StreamScope::StreamScope(StreamKind k, Engine& e) : engine_(e), prev_(e.stream_kind()) {
+  e.set_stream_kind(k);
+}
+StreamScope::~StreamScope() { engine_.set_stream_kind(prev_); }
+
+}  // namespace tide

@@ -1,0 +1,228 @@
+// The asynchronous engine: dependency tracking on the frontend thread,
+// one worker per stream, and the sync-policy gate.
+#include <algorithm>
+#include <deque>
+
+#include "engine_internal.h"
+#include "stream.h"
+
+namespace tide {
+
+namespace {
+
+class AsyncEngine final : public Engine, private Stream::Hooks {
+ public:
+  explicit AsyncEngine(const EngineOptions& options) : Engine(options) {
+    std::size_t n = devices_.size() * kStreamKinds;
+    streams_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+      streams_.push_back(std::make_unique<Stream>(static_cast<Stream::Hooks&>(*this), static_cast<int>(i)));
+  }
+
+  ~AsyncEngine() override {
+    // Queued work finishes (each stream's sentinel comes after it), then
+    // the workers are joined. Use cancel_pending() first to skip it instead.
+    streams_.clear();
+  }
+
+  EngineKind kind() const override { return EngineKind::async; }
+
+  void cancel_pending() override {
+    check_frontend_thread();
+    cancelling_.store(true, std::memory_order_release);
+    wait_everything();
+    cancelling_.store(false, std::memory_order_release);
+    drop_errors();
+  }
+
+ private:
+  // --- push path (frontend thread) ---------------------------------------
+
+  void submit(OpDesc&& desc, int stream_index) override {
+    Stream& s = *streams_[static_cast<std::size_t>(stream_index)];
+    auto* op = new QueuedOp{std::move(desc)};
+    OpDesc& d = op->desc;
+
+    for (int i = 0; i < d.writes.size(); ++i)
+      if (!d.writes[i]->var().written) op->bytes += d.writes[i]->nbytes();
+    gate_queue(op->bytes);
+
+    op->seq = s.next_seq();
+    op->step = current_step();
+    // Reads wait for the last writer (RAW); writes wait for the last writer
+    // and every reader since (WAW, WAR). Same-stream edges are free: the
+    // stream runs in push order.
+    for (int i = 0; i < d.reads.size(); ++i) {
+      VarState& v = d.reads[i]->var();
+      add_wait(*op, s, v.last_write);
+      note_reader(v, {&s, op->seq});
+    }
+    for (int i = 0; i < d.writes.size(); ++i) {
+      VarState& v = d.writes[i]->var();
+      add_wait(*op, s, v.last_write);
+      for (int r = 0; r < v.nreaders; ++r) add_wait(*op, s, v.readers[static_cast<std::size_t>(r)]);
+      v.last_write = {&s, op->seq};
+      v.nreaders = 0;
+      v.written = true;
+    }
+
+    auto& c = *counters_;
+    std::uint64_t q = c.queued_ops.fetch_add(1, std::memory_order_relaxed) + 1;
+    c.note_peak(c.peak_queued_ops, q);
+    if (op->bytes) {
+      std::uint64_t b = c.queued_bytes.fetch_add(op->bytes, std::memory_order_relaxed) + op->bytes;
+      c.note_peak(c.peak_queued_bytes, b);
+    }
+    s.enqueue(op);
+  }
+
+  void add_wait(QueuedOp& op, const Stream& self, StreamPoint p) {
+    if (!p.stream || p.stream == &self || p.stream->reached(p.seq)) return;
+    for (int i = 0; i < op.nwaits; ++i) {
+      if (op.waits[i].stream == p.stream) {
+        op.waits[i].seq = std::max(op.waits[i].seq, p.seq);
+        return;
+      }
+    }
+    if (op.nwaits == QueuedOp::kMaxWaits) {
+      p.stream->wait_until(p.seq);  // more streams than an op can list: rare, wait here
+      return;
+    }
+    op.waits[op.nwaits++] = p;
+    counters_->cross_stream_waits.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void note_reader(VarState& v, StreamPoint p) {
+    for (int r = 0; r < v.nreaders; ++r) {
+      auto& slot = v.readers[static_cast<std::size_t>(r)];
+      if (slot.stream == p.stream) {
+        slot.seq = p.seq;
+        return;
+      }
+    }
+    if (v.nreaders == VarState::kMaxReaders) {
+      // More reading streams than the state holds: retire the finished ones,
+      // waiting for them if need be, so later writers need not track them.
+      for (int r = 0; r < v.nreaders; ++r) {
+        auto& slot = v.readers[static_cast<std::size_t>(r)];
+        slot.stream->wait_until(slot.seq);
+      }
+      v.nreaders = 0;
+    }
+    v.readers[static_cast<std::size_t>(v.nreaders++)] = p;
+  }
+
+  // --- sync-policy gate (frontend thread) ---------------------------------
+
+  void gate_queue(std::uint64_t bytes) {
+    auto& c = *counters_;
+    const std::uint64_t max_ops = policy_.max_queued_ops;
+    const std::uint64_t max_bytes = policy_.max_queued_bytes;
+    if (max_ops && c.queued_ops.load(std::memory_order_relaxed) >= max_ops) {
+      auto low = static_cast<std::uint64_t>(static_cast<double>(max_ops) * policy_.low_water);
+      if (low >= max_ops) low = max_ops - 1;
+      stall(c.stalls_ops, [&] { return c.queued_ops.load() <= low; });
+    }
+    if (max_bytes) {
+      std::uint64_t qb = c.queued_bytes.load(std::memory_order_relaxed);
+      if (qb > 0 && qb + bytes > max_bytes) {
+        auto low = static_cast<std::uint64_t>(static_cast<double>(max_bytes) * policy_.low_water);
+        // An op larger than the cap runs alone rather than never.
+        stall(c.stalls_bytes, [&] {
+          std::uint64_t now = c.queued_bytes.load();
+          return now == 0 || (now <= low && now + bytes <= max_bytes);
+        });
+      }
+    }
+  }
+
+  template <typename Pred>
+  void stall(std::atomic<std::uint64_t>& kind, Pred ready) {
+    std::int64_t t0 = now_ns();
+    gate_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    {
+      std::unique_lock<std::mutex> lock(gate_mutex_);
+      gate_cv_.wait(lock, ready);
+    }
+    gate_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    counters_->add_stall(kind, now_ns() - t0);
+  }
+
+  void gate_steps(std::uint32_t k) override {
+    // Steps in flight = ended steps not yet complete + the one about to begin.
+    retire_finished_steps();
+    if (step_ends_.size() + 1 > k) {
+      std::int64_t t0 = now_ns();
+      while (step_ends_.size() + 1 > k) {
+        for (const auto& p : step_ends_.front()) p.stream->wait_until(p.seq);
+        step_ends_.pop_front();
+      }
+      counters_->add_stall(counters_->stalls_steps, now_ns() - t0);
+    }
+    auto& c = *counters_;
+    c.note_peak(c.peak_inflight_steps, step_ends_.size() + 1);
+  }
+
+  void mark_step_end() override {
+    std::vector<StreamPoint> ends;
+    for (auto& s : streams_)
+      if (!s->reached(s->pushed())) ends.push_back({s.get(), s->pushed()});
+    if (policy_.max_inflight_steps) step_ends_.push_back(std::move(ends));
+  }
+
+  void retire_finished_steps() {
+    while (!step_ends_.empty()) {
+      for (const auto& p : step_ends_.front())
+        if (!p.stream->reached(p.seq)) return;
+      step_ends_.pop_front();
+    }
+  }
+
+  void on_policy_changed() override {
+    if (!policy_.max_inflight_steps) step_ends_.clear();
+  }
+
+  // --- barriers ---------------------------------------------------------
+
+  void wait_storage(const Storage& st) override {
+    const StreamPoint& w = st.var().last_write;
+    if (w.stream) w.stream->wait_until(w.seq);
+  }
+
+  void wait_everything() override {
+    for (auto& s : streams_) s->wait_until(s->pushed());
+  }
+
+  // --- worker side ------------------------------------------------------
+
+  void run(QueuedOp& op, int stream_index) override {
+    execute(op.desc, stream_index, op.seq, op.step, nullptr,
+            cancelling_.load(std::memory_order_acquire));
+  }
+
+  void done(std::uint64_t bytes) override {
+    auto& c = *counters_;
+    c.completed.fetch_add(1, std::memory_order_relaxed);
+    if (bytes) c.queued_bytes.fetch_sub(bytes, std::memory_order_seq_cst);
+    c.queued_ops.fetch_sub(1, std::memory_order_seq_cst);
+    if (gate_waiters_.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(gate_mutex_);
+      gate_cv_.notify_all();
+    }
+  }
+
+  std::vector<std::unique_ptr<Stream>> streams_;
+  std::deque<std::vector<StreamPoint>> step_ends_;  // per ended step: each stream's last op
+  std::atomic<bool> cancelling_{false};
+  std::atomic<int> gate_waiters_{0};
+  std::mutex gate_mutex_;
+  std::condition_variable gate_cv_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_async_engine(const EngineOptions& options) {
+  return std::make_unique<AsyncEngine>(options);
+}
+
+}  // namespace tide

@@ -1,0 +1,41 @@
+// The naive engine: runs every op at once on the frontend thread. Same
+// interface and error semantics as the async engine; the reference for
+// differential tests and a debugging aid (TIDE_ENGINE=naive).
+#include <vector>
+
+#include "engine_internal.h"
+
+namespace tide {
+
+namespace {
+
+class NaiveEngine final : public Engine {
+ public:
+  explicit NaiveEngine(const EngineOptions& options)
+      : Engine(options), seqs_(devices_.size() * kStreamKinds, 0) {}
+
+  EngineKind kind() const override { return EngineKind::naive; }
+  void cancel_pending() override { check_frontend_thread(); drop_errors(); }
+
+ private:
+  void submit(OpDesc&& op, int stream_index) override {
+    auto& c = *counters_;
+    c.note_peak(c.peak_queued_ops, 1);
+    std::uint64_t seq = ++seqs_[static_cast<std::size_t>(stream_index)];
+    execute(op, stream_index, seq, current_step(), nullptr, false);
+    for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->var().written = true;
+    c.completed.fetch_add(1, std::memory_order_relaxed);
+  }
+  void wait_storage(const Storage&) override {}
+  void wait_everything() override {}
+
+  std::vector<std::uint64_t> seqs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_naive_engine(const EngineOptions& options) {
+  return std::make_unique<NaiveEngine>(options);
+}
+
+}  // namespace tide

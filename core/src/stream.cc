@@ -1,0 +1,64 @@
+#include "stream.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TIDE_CPU_RELAX() _mm_pause()
+#else
+#define TIDE_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace tide {
+
+Stream::Stream(Hooks& hooks, int index)
+    : hooks_(hooks), index_(index), token_(queue_), thread_([this] { worker(); }) {}
+
+Stream::~Stream() {
+  queue_.enqueue(token_, nullptr);  // sentinel: everything before it runs first
+  thread_.join();
+}
+
+void Stream::enqueue(QueuedOp* op) { queue_.enqueue(token_, op); }
+
+void Stream::wait_until(std::uint64_t seq) {
+  if (reached(seq)) return;
+  // A short spin catches ops that are about to finish without a sleep and a
+  // wake-up (tens of microseconds); past it the waiter sleeps, so a long wait
+  // costs no CPU.
+  for (int i = 0; i < 256; ++i) {
+    TIDE_CPU_RELAX();
+    if (reached(seq)) return;
+  }
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
+  }
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Stream::complete(std::uint64_t seq) {
+  // seq_cst on both sides: a waiter either sees the new count before it
+  // sleeps, or is counted in waiters_ here and gets the notify.
+  completed_.store(seq, std::memory_order_seq_cst);
+  if (waiters_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cv_.notify_all();
+  }
+}
+
+void Stream::worker() {
+  for (;;) {
+    QueuedOp* op = nullptr;
+    queue_.wait_dequeue(op);  // spins briefly, then sleeps on a semaphore
+    if (!op) return;
+    for (int i = 0; i < op->nwaits; ++i) op->waits[i].stream->wait_until(op->waits[i].seq);
+    hooks_.run(*op, index_);
+    std::uint64_t seq = op->seq;
+    std::uint64_t bytes = op->bytes;
+    delete op;  // drops the storages' references before the op counts as done
+    hooks_.done(bytes);
+    complete(seq);
+  }
+}
+
+}  // namespace tide

@@ -1,0 +1,106 @@
+#include <tide/core/tensor.h>
+
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include <tide/core/engine.h>
+
+#include "engine_internal.h"
+
+namespace tide {
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype)
+    : storage_(std::move(storage)), shape_(shape), dtype_(dtype) {
+  if (storage_ && storage_->nbytes() < nbytes())
+    throw ShapeError("storage of " + std::to_string(storage_->nbytes()) +
+                     " bytes is too small for shape " + shape_.str());
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  Engine& e = current_engine();
+  std::size_t n = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
+  return Tensor(e.allocate(device, n), shape, dtype);
+}
+
+Device Tensor::device() const {
+  check_defined("device");
+  return storage_->device();
+}
+
+void Tensor::check_defined(const char* what) const {
+  if (!storage_)
+    throw UndefinedTensorError(std::string("use of an undefined tensor (in ") + what + ")");
+}
+
+Engine& Tensor::engine() const {
+  check_defined("engine");
+  Engine* e = current_engine_or_null();
+  if (!e || e->id() != storage_->engine_id())
+    throw UsageError("tensor belongs to an engine that is not the current one (destroyed, or "
+                     "another runtime's)");
+  return *e;
+}
+
+const Tensor& Tensor::wait_to_read(std::source_location loc) const {
+  engine().wait_for(*storage_, "wait_to_read", loc);
+  return *this;
+}
+
+const void* Tensor::read_host(const char* kind, std::source_location loc) const {
+  Engine& e = engine();
+  if (!storage_->device().is_cpu())
+    throw DeviceError(std::string(kind) + " on a " + storage_->device().str() +
+                      " tensor: copy_to(cpu()) first");
+  e.wait_for(*storage_, kind, loc);
+  return storage_->data();
+}
+
+namespace {
+
+template <typename T>
+void print_values(std::ostream& os, const T* p, const Shape& shape, int dim, std::int64_t& offset,
+                  int indent) {
+  constexpr std::int64_t kEdge = 3;  // elements shown at each end of a long axis
+  if (shape.ndim() == 0) {
+    os << +p[0];
+    return;
+  }
+  std::int64_t n = shape[dim];
+  std::int64_t inner = 1;
+  for (int d = dim + 1; d < shape.ndim(); ++d) inner *= shape[d];
+  os << "[";
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (n > 2 * kEdge && i == kEdge) {
+      os << (dim + 1 == shape.ndim() ? "..., " : "...,\n" + std::string(static_cast<std::size_t>(indent + 1), ' '));
+      offset += (n - 2 * kEdge) * inner;
+      i = n - kEdge - 1;
+      continue;
+    }
+    if (dim + 1 == shape.ndim()) {
+      os << +p[offset++];
+    } else {
+      print_values(os, p, shape, dim + 1, offset, indent + 1);
+    }
+    if (i + 1 < n) os << (dim + 1 == shape.ndim() ? ", " : ",\n" + std::string(static_cast<std::size_t>(indent + 1), ' '));
+  }
+  os << "]";
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "tensor(undefined)";
+  const void* p = t.read_host("print", std::source_location::current());
+  std::ostringstream body;
+  body << std::setprecision(6);
+  std::int64_t offset = 0;
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    print_values(body, static_cast<const T*>(p), t.shape(), 0, offset, 7);
+  });
+  return os << "tensor(" << body.str() << ", shape=" << t.shape().str()
+            << ", dtype=" << dtype_name(t.dtype()) << ", device=" << t.device().str() << ")";
+}
+
+}  // namespace tide

@@ -1,0 +1,16 @@
+// The one header a tide user includes.
+#pragma once
+
+#include <tide/core/device.h>
+#include <tide/core/dtype.h>
+#include <tide/core/engine.h>
+#include <tide/core/error.h>
+#include <tide/core/shape.h>
+#include <tide/core/stats.h>
+#include <tide/core/sync_policy.h>
+#include <tide/core/tensor.h>
+#include <tide/ops/creation.h>
+#include <tide/ops/elementwise.h>
+#include <tide/ops/linalg.h>
+#include <tide/ops/reduction.h>
+#include <tide/launch/runtime.h>

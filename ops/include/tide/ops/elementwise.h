@@ -1,0 +1,67 @@
+// Elementwise ops. Tensor operands must have the same shape, dtype and
+// device (there is no broadcasting); a scalar operand is converted to the
+// tensor's dtype. i32 division truncates; dividing by zero fails on the
+// backend (surfacing at the next barrier), as any kernel error does.
+#pragma once
+
+#include <tide/ops/creation.h>
+
+namespace tide {
+
+Tensor add(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor sub(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor div(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+
+Tensor add(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor sub(const Tensor& a, double s, Loc loc = Loc::current());  // a - s
+Tensor rsub(const Tensor& a, double s, Loc loc = Loc::current()); // s - a
+Tensor mul(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor div(const Tensor& a, double s, Loc loc = Loc::current());  // a / s
+Tensor rdiv(const Tensor& a, double s, Loc loc = Loc::current()); // s / a
+
+Tensor neg(const Tensor& a, Loc loc = Loc::current());
+Tensor exp(const Tensor& a, Loc loc = Loc::current());  // floating dtypes
+Tensor log(const Tensor& a, Loc loc = Loc::current());  // floating dtypes
+Tensor relu(const Tensor& a, Loc loc = Loc::current());
+
+/// In place: a op= b. These write an existing storage, so they order after
+/// every earlier reader and writer of `a` (WAR, WAW).
+void add_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
+void sub_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
+void mul_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
+void add_(Tensor& a, double s, Loc loc = Loc::current());
+void mul_(Tensor& a, double s, Loc loc = Loc::current());
+/// dst = src, elementwise; same shape and dtype, any devices of the engine.
+void copy_(Tensor& dst, const Tensor& src, Loc loc = Loc::current());
+/// A new tensor with src's values on `device` (an op on its copy stream).
+Tensor copy_to(const Tensor& src, Device device, Loc loc = Loc::current());
+
+/// A tensor operand that remembers where the expression was written, so the
+/// operators below report the user's line, not this header's.
+struct At {
+  const Tensor& t;
+  Loc loc;
+  At(const Tensor& tensor, Loc l = Loc::current()) : t(tensor), loc(l) {}  // NOLINT: implicit
+};
+
+inline Tensor operator+(At a, const Tensor& b) { return add(a.t, b, a.loc); }
+inline Tensor operator-(At a, const Tensor& b) { return sub(a.t, b, a.loc); }
+inline Tensor operator*(At a, const Tensor& b) { return mul(a.t, b, a.loc); }
+inline Tensor operator/(At a, const Tensor& b) { return div(a.t, b, a.loc); }
+inline Tensor operator+(At a, double s) { return add(a.t, s, a.loc); }
+inline Tensor operator-(At a, double s) { return sub(a.t, s, a.loc); }
+inline Tensor operator*(At a, double s) { return mul(a.t, s, a.loc); }
+inline Tensor operator/(At a, double s) { return div(a.t, s, a.loc); }
+inline Tensor operator+(double s, At a) { return add(a.t, s, a.loc); }
+inline Tensor operator-(double s, At a) { return rsub(a.t, s, a.loc); }
+inline Tensor operator*(double s, At a) { return mul(a.t, s, a.loc); }
+inline Tensor operator/(double s, At a) { return rdiv(a.t, s, a.loc); }
+inline Tensor operator-(At a) { return neg(a.t, a.loc); }
+inline Tensor& operator+=(Tensor& a, const Tensor& b) { add_(a, b); return a; }
+inline Tensor& operator-=(Tensor& a, const Tensor& b) { sub_(a, b); return a; }
+inline Tensor& operator*=(Tensor& a, const Tensor& b) { mul_(a, b); return a; }
+inline Tensor& operator+=(Tensor& a, double s) { add_(a, s); return a; }
+inline Tensor& operator*=(Tensor& a, double s) { mul_(a, s); return a; }
+
+}  // namespace tide
