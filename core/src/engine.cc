@@ -1,5 +1,6 @@
 // The engine's front half, shared by the async and naive backends: checks,
 // stream choice, steps, errors, blockers and stats.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -74,7 +75,7 @@ Engine::~Engine() {
   std::size_t unreported = 0;
   std::shared_ptr<const OpProvenance> first;
   for (auto& e : counters_->errors)
-    if (!e.reported && ++unreported == 1) first = e.prov;
+    if (++unreported == 1) first = e.prov;
   if (first)
     std::fprintf(stderr, "tide: engine destroyed with %zu unreported backend error(s); first: %s\n",
                  unreported, BackendError(first).what());
@@ -116,8 +117,8 @@ void Engine::push(OpDesc&& op) {
   int kind = op.stream >= 0 ? op.stream : static_cast<int>(stream_kind_);
   if (kind >= kStreamKinds) throw UsageError("bad stream kind " + std::to_string(kind));
   int stream_index = op.device.index * kStreamKinds + kind;
-  counters_->pushed.fetch_add(1, std::memory_order_relaxed);
-  submit(std::move(op), stream_index);
+  std::uint64_t push_index = counters_->pushed.fetch_add(1, std::memory_order_relaxed);
+  submit(std::move(op), stream_index, push_index);
 }
 
 std::string Engine::stream_name(int stream_index) const {
@@ -126,7 +127,7 @@ std::string Engine::stream_name(int stream_index) const {
 }
 
 void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                     void* native_stream, bool cancelled) {
+                     std::uint64_t push_index, void* native_stream, bool cancelled) {
   auto make_prov = [&](std::string what) {
     auto p = std::make_shared<OpProvenance>();
     p->op = op.name;
@@ -168,7 +169,7 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
       counters_->failed.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(counters_->mutex);
       auto& errs = counters_->errors;
-      if (errs.size() < 1024) errs.push_back({poison, false});
+      if (errs.size() < 1024) errs.push_back({poison, push_index});
     }
   }
   for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->set_poison(poison);
@@ -189,8 +190,11 @@ void Engine::rethrow_first_unreported() {
   std::shared_ptr<const OpProvenance> first;
   {
     std::lock_guard<std::mutex> lock(counters_->mutex);
-    if (counters_->errors.empty()) return;
-    first = counters_->errors.front().prov;
+    auto& errs = counters_->errors;
+    if (errs.empty()) return;
+    first = std::min_element(errs.begin(), errs.end(), [](const auto& a, const auto& b) {
+              return a.push_index < b.push_index;
+            })->prov;
     counters_->errors.clear();
   }
   throw BackendError(first);

@@ -38,9 +38,10 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
  private:
   // --- push path (frontend thread) ---------------------------------------
 
-  void submit(OpDesc&& desc, int stream_index) override {
+  void submit(OpDesc&& desc, int stream_index, std::uint64_t push_index) override {
     Stream& s = *streams_[static_cast<std::size_t>(stream_index)];
-    auto* op = new QueuedOp{std::move(desc)};
+    auto* op = new QueuedOp;
+    op->desc = std::move(desc);
     OpDesc& d = op->desc;
 
     for (int i = 0; i < d.writes.size(); ++i)
@@ -48,6 +49,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     gate_queue(op->bytes);
 
     op->seq = s.next_seq();
+    op->push_index = push_index;
     op->step = current_step();
     // Reads wait for the last writer (RAW); writes wait for the last writer
     // and every reader since (WAW, WAR). Same-stream edges are free: the
@@ -196,7 +198,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   // --- worker side ------------------------------------------------------
 
   void run(QueuedOp& op, int stream_index) override {
-    execute(op.desc, stream_index, op.seq, op.step, nullptr,
+    execute(op.desc, stream_index, op.seq, op.step, op.push_index, nullptr,
             cancelling_.load(std::memory_order_acquire));
   }
 
@@ -213,7 +215,6 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   std::vector<std::unique_ptr<Stream>> streams_;
   std::deque<std::vector<StreamPoint>> step_ends_;  // per ended step: each stream's last op
-  std::atomic<bool> cancelling_{false};
   std::atomic<int> gate_waiters_{0};
   std::mutex gate_mutex_;
   std::condition_variable gate_cv_;

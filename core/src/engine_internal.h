@@ -44,9 +44,9 @@ struct Engine::Counters {
   std::int64_t blocked_ns = 0;
   struct RecordedError {
     std::shared_ptr<const OpProvenance> prov;
-    bool reported = false;
+    std::uint64_t push_index = 0;
   };
-  std::vector<RecordedError> errors;  // oldest first; reported ones are pruned
+  std::vector<RecordedError> errors;  // not yet reported at a barrier
 
   void note_peak(std::atomic<std::uint64_t>& peak, std::uint64_t v) {
     std::uint64_t p = peak.load(std::memory_order_relaxed);

@@ -18,11 +18,11 @@ class NaiveEngine final : public Engine {
   void cancel_pending() override { check_frontend_thread(); drop_errors(); }
 
  private:
-  void submit(OpDesc&& op, int stream_index) override {
+  void submit(OpDesc&& op, int stream_index, std::uint64_t push_index) override {
     auto& c = *counters_;
     c.note_peak(c.peak_queued_ops, 1);
     std::uint64_t seq = ++seqs_[static_cast<std::size_t>(stream_index)];
-    execute(op, stream_index, seq, current_step(), nullptr, false);
+    execute(op, stream_index, seq, current_step(), push_index, nullptr, false);
     for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->var().written = true;
     c.completed.fetch_add(1, std::memory_order_relaxed);
   }

@@ -1,23 +1,17 @@
 #include "stream.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define TIDE_CPU_RELAX() _mm_pause()
-#else
-#define TIDE_CPU_RELAX() std::this_thread::yield()
-#endif
 
 namespace tide {
 
 Stream::Stream(Hooks& hooks, int index)
-    : hooks_(hooks), index_(index), token_(queue_), thread_([this] { worker(); }) {}
+    : hooks_(hooks), index_(index), thread_([this] { worker(); }) {}
 
 Stream::~Stream() {
-  queue_.enqueue(token_, nullptr);  // sentinel: everything before it runs first
+  queue_.push(nullptr);  // sentinel: everything before it runs first
   thread_.join();
 }
 
-void Stream::enqueue(QueuedOp* op) { queue_.enqueue(token_, op); }
+void Stream::enqueue(QueuedOp* op) { queue_.push(op); }
 
 void Stream::wait_until(std::uint64_t seq) {
   if (reached(seq)) return;
@@ -48,8 +42,7 @@ void Stream::complete(std::uint64_t seq) {
 
 void Stream::worker() {
   for (;;) {
-    QueuedOp* op = nullptr;
-    queue_.wait_dequeue(op);  // spins briefly, then sleeps on a semaphore
+    QueuedOp* op = queue_.pop();  // spins briefly, then sleeps
     if (!op) return;
     for (int i = 0; i < op->nwaits; ++i) op->waits[i].stream->wait_until(op->waits[i].seq);
     hooks_.run(*op, index_);

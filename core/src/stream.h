@@ -7,9 +7,9 @@
 #include <mutex>
 #include <thread>
 
-#include <concurrentqueue/blockingconcurrentqueue.h>
-
 #include <tide/core/engine.h>
+
+#include "spsc_queue.h"
 
 namespace tide {
 
@@ -19,8 +19,9 @@ struct QueuedOp {
   OpDesc desc;
   std::uint64_t seq = 0;
   std::uint64_t step = 0;
+  std::uint64_t push_index = 0;
   std::uint64_t bytes = 0;  // memory it allocates; counted as queued until it completes
-  StreamPoint waits[kMaxWaits];
+  StreamPoint waits[kMaxWaits]{};
   int nwaits = 0;
 };
 
@@ -63,8 +64,7 @@ class Stream {
   std::atomic<int> waiters_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
-  moodycamel::BlockingConcurrentQueue<QueuedOp*> queue_;
-  moodycamel::ProducerToken token_;
+  SpscQueue<QueuedOp*> queue_;
   std::thread thread_;
 };
 

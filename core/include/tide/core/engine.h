@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <source_location>
@@ -157,6 +158,8 @@ class Engine {
   /// cancellation error) and waits for the ones running. The engine stays
   /// usable. Errors recorded so far are dropped.
   virtual void cancel_pending() = 0;
+  /// True while cancel_pending() is skipping work (any thread may ask).
+  bool cancelling() const { return cancelling_.load(std::memory_order_acquire); }
 
  protected:
   explicit Engine(const EngineOptions& options);
@@ -166,7 +169,7 @@ class Engine {
   void end_step(std::uint64_t index) noexcept;
 
   /// The backend part of push: called after validation.
-  virtual void submit(OpDesc&& op, int stream_index) = 0;
+  virtual void submit(OpDesc&& op, int stream_index, std::uint64_t push_index) = 0;
   virtual void wait_storage(const Storage& s) = 0;
   virtual void wait_everything() = 0;
   /// Gate hooks for the async engine; the naive engine never queues.
@@ -176,8 +179,9 @@ class Engine {
 
   /// Runs `op` (poison check, kernel, error capture). Shared by both engines.
   /// `stream_name` and `seq` go into the provenance of a failure.
+  /// `push_index` orders failures: wait_all reports the earliest pushed.
   void execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-               void* native_stream, bool cancelled);
+               std::uint64_t push_index, void* native_stream, bool cancelled);
   /// Throws the error poisoning `s`, if any, marking it reported.
   void rethrow_poison(const Storage& s);
   void rethrow_first_unreported();
@@ -189,6 +193,7 @@ class Engine {
   std::vector<Device> devices_;
   SyncPolicy policy_;
   std::unique_ptr<Counters> counters_;
+  std::atomic<bool> cancelling_{false};
 
  private:
   std::uint64_t id_;

@@ -1,0 +1,108 @@
+// Misuse of the engine throws a tide::Error on the frontend and enqueues
+// nothing.
+#include <cstdlib>
+#include <thread>
+
+#include <tide/ops/elementwise.h>
+
+#include "test_util.h"
+
+namespace tide::test {
+namespace {
+
+void noop(const OpContext&) {}
+
+TEST(BadInput, UnknownDeviceThrowsBeforeEnqueue) {
+  EngineFixture e(EngineKind::async, 2);
+  EXPECT_THROW(push(*e, "op", cpu(2), StreamKind::compute, {}, {}, noop), DeviceError);
+  EXPECT_THROW(push(*e, "op", cuda(0), StreamKind::compute, {}, {}, noop), DeviceError);
+  EXPECT_THROW(e->allocate(cpu(7), 8), DeviceError);
+  EXPECT_EQ(e->stats().ops_pushed, 0u);
+}
+
+TEST(BadInput, StoragesOfAnotherEngineAreRejected) {
+  EngineFixture a, b;
+  auto foreign = buffer(*b);
+  EXPECT_THROW(push(*a, "op", cpu(0), StreamKind::compute, {foreign}, {}, noop), UsageError);
+  EXPECT_THROW(push(*a, "op", cpu(0), StreamKind::compute, {}, {foreign}, noop), UsageError);
+  EXPECT_THROW(a->wait_for(*foreign), UsageError);
+  EXPECT_EQ(a->stats().ops_pushed, 0u);
+}
+
+TEST(BadInput, AnOpWithoutAKernelIsRejected) {
+  EngineFixture e;
+  OpDesc op;
+  op.device = cpu(0);
+  EXPECT_THROW(e->push(std::move(op)), UsageError);
+  EXPECT_EQ(e->stats().ops_pushed, 0u);
+}
+
+TEST(BadInput, TooManyStoragesInOneSet) {
+  EngineFixture e;
+  StorageList l;
+  for (int i = 0; i < StorageList::kCapacity; ++i) l.add(buffer(*e));
+  EXPECT_THROW(l.add(buffer(*e)), UsageError);
+}
+
+TEST(BadInput, UndefinedTensors) {
+  EngineFixture e;
+  Tensor t;
+  EXPECT_THROW(t.wait_to_read(), UndefinedTensorError);
+  EXPECT_THROW(t.item<float>(), UndefinedTensorError);
+  EXPECT_THROW(t.to_vector<float>(), UndefinedTensorError);
+  EXPECT_THROW(t.device(), UndefinedTensorError);
+  EXPECT_THROW(add(t, t), UndefinedTensorError);
+  EXPECT_EQ(e->stats().ops_pushed, 0u);
+}
+
+TEST(BadInput, NoCurrentEngine) {
+  ASSERT_EQ(current_engine_or_null(), nullptr);
+  EXPECT_THROW(current_engine(), UsageError);
+  EXPECT_THROW(Tensor::empty({2}, DType::f32), UsageError);
+}
+
+TEST(BadInput, TensorOfADestroyedEngine) {
+  Tensor t;
+  {
+    EngineFixture e;
+    t = Tensor::empty({2}, DType::f32);
+  }
+  EngineFixture other;
+  EXPECT_THROW(t.wait_to_read(), UsageError);
+  EXPECT_THROW(add(t, 1.0), UsageError);
+  EXPECT_EQ(other->stats().ops_pushed, 0u);
+}
+
+TEST(BadInput, ASecondFrontendThreadIsRejected) {
+  EngineFixture e;
+  push(*e, "op", cpu(0), StreamKind::compute, {}, {}, noop);
+  bool threw = false;
+  std::thread other([&] {
+    try {
+      push(*e, "op", cpu(0), StreamKind::compute, {}, {}, noop);
+    } catch (const UsageError&) {
+      threw = true;
+    }
+  });
+  other.join();
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(e->stats().ops_pushed, 1u);
+}
+
+TEST(BadInput, EnvironmentValuesAreChecked) {
+  ::setenv("TIDE_CPU_DEVICES", "0", 1);
+  EXPECT_THROW(EngineOptions::from_env(), ValueError);
+  ::setenv("TIDE_CPU_DEVICES", "3x", 1);
+  EXPECT_THROW(EngineOptions::from_env(), ValueError);
+  ::setenv("TIDE_CPU_DEVICES", "3", 1);
+  EXPECT_EQ(EngineOptions::from_env().cpu_devices, 3);
+  ::unsetenv("TIDE_CPU_DEVICES");
+  ::setenv("TIDE_ENGINE", "turbo", 1);
+  EXPECT_THROW(EngineOptions::from_env(), ValueError);
+  ::setenv("TIDE_ENGINE", "naive", 1);
+  EXPECT_EQ(EngineOptions::from_env().kind, EngineKind::naive);
+  ::unsetenv("TIDE_ENGINE");
+}
+
+}  // namespace
+}  // namespace tide::test

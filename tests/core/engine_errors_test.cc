@@ -1,0 +1,160 @@
+// Failures on the backend: poison, skipping, provenance, recovery, shutdown.
+#include <stdexcept>
+#include <thread>
+
+#include "test_util.h"
+
+namespace tide::test {
+namespace {
+
+class Errors : public ::testing::TestWithParam<EngineKind> {};
+
+void fail_op(Engine& e, std::shared_ptr<Storage> out, StorageList reads = {}) {
+  push(e, "exploding_op", cpu(0), StreamKind::compute, std::move(reads), {std::move(out)},
+       [](const OpContext&) { throw std::runtime_error("boom"); });
+}
+
+TEST_P(Errors, SurfaceAtTheBarrierWithProvenance) {
+  EngineFixture e(GetParam());
+  auto x = buffer(*e);
+  {
+    auto step = e->step();
+    push(*e, "ok", cpu(0), StreamKind::compute, {}, {buffer(*e)}, [](const OpContext&) {});
+  }
+  auto step = e->step();
+  fail_op(*e, x);
+  try {
+    e->wait_for(*x);
+    FAIL() << "no error surfaced";
+  } catch (const BackendError& err) {
+    const OpProvenance& p = err.provenance();
+    EXPECT_EQ(p.op, "exploding_op");
+    EXPECT_EQ(p.stream, "cpu:0/compute");
+    EXPECT_EQ(p.step, 1u);
+    EXPECT_EQ(p.seq, 2u);
+    EXPECT_EQ(p.what, "boom");
+    EXPECT_NE(p.call_site.find("engine_errors_test.cc"), std::string::npos) << p.call_site;
+    std::string msg = err.what();
+    EXPECT_NE(msg.find("exploding_op"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("boom"), std::string::npos) << msg;
+  }
+}
+
+TEST_P(Errors, ReadersOfPoisonAreSkippedAndPoisonTheirOutputs) {
+  EngineFixture e(GetParam());
+  auto x = buffer(*e), y = buffer(*e, cpu(0)), z = buffer(*e);
+  fail_op(*e, x);
+  bool ran = false;
+  push(*e, "consumer", cpu(0), StreamKind::copy, {x}, {y}, [&](const OpContext&) { ran = true; });
+  push(*e, "consumer2", cpu(0), StreamKind::compute, {y}, {z}, [&](const OpContext&) { ran = true; });
+  EXPECT_THROW(e->wait_for(*z), BackendError);
+  EXPECT_FALSE(ran);
+  Stats s = e->stats();
+  EXPECT_EQ(s.ops_failed, 1u);
+  EXPECT_EQ(s.ops_skipped, 2u);
+  try {
+    e->wait_for(*y);
+  } catch (const BackendError& err) {
+    EXPECT_EQ(err.provenance().op, "exploding_op") << "the original failure is what is reported";
+  }
+}
+
+TEST_P(Errors, WaitAllRethrowsTheFirstUnreportedErrorOnce) {
+  EngineFixture e(GetParam());
+  auto a = buffer(*e), b = buffer(*e);
+  fail_op(*e, a);
+  push(*e, "second_failure", cpu(0), StreamKind::copy, {}, {b},
+       [](const OpContext&) { throw std::logic_error("second"); });
+  try {
+    e->wait_all();
+    FAIL() << "wait_all did not rethrow";
+  } catch (const BackendError& err) {
+    EXPECT_EQ(err.provenance().op, "exploding_op");
+  }
+  EXPECT_NO_THROW(e->wait_all());
+}
+
+TEST_P(Errors, AnErrorReportedByWaitToReadIsNotReportedAgainByWaitAll) {
+  EngineFixture e(GetParam());
+  auto a = buffer(*e);
+  fail_op(*e, a);
+  EXPECT_THROW(e->wait_for(*a), BackendError);
+  EXPECT_NO_THROW(e->wait_all());
+  EXPECT_THROW(e->wait_for(*a), BackendError) << "the tensor itself stays poisoned";
+}
+
+TEST_P(Errors, EngineStaysUsableAndAWriteClearsPoison) {
+  EngineFixture e(GetParam());
+  auto a = buffer(*e);
+  fail_op(*e, a);
+  EXPECT_THROW(e->wait_all(), BackendError);
+  push(*e, "rewrite", cpu(0), StreamKind::compute, {}, {a}, [](const OpContext& c) { *c.out<std::int64_t>(0) = 3; });
+  EXPECT_NO_THROW(e->wait_for(*a));
+  EXPECT_EQ(*values(a), 3);
+}
+
+TEST_P(Errors, NonStandardExceptionsAreCaughtToo) {
+  EngineFixture e(GetParam());
+  auto a = buffer(*e);
+  push(*e, "throws_int", cpu(0), StreamKind::compute, {}, {a}, [](const OpContext&) { throw 42; });
+  try {
+    e->wait_for(*a);
+    FAIL();
+  } catch (const BackendError& err) {
+    EXPECT_EQ(err.provenance().what, "unknown exception");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, Errors, ::testing::Values(EngineKind::async, EngineKind::naive),
+                         [](const auto& info) { return std::string(engine_kind_name(info.param)); });
+
+TEST(Shutdown, DestroyingTheEngineFinishesQueuedWork) {
+  std::atomic<int> ran{0};
+  {
+    EngineFixture e(EngineKind::async, 2);
+    for (int i = 0; i < 3000; ++i)
+      push(*e, "count", cpu(i % 2), static_cast<StreamKind>(i % 3), {}, {},
+           [&](const OpContext&) { ran.fetch_add(1); });
+  }
+  EXPECT_EQ(ran.load(), 3000);
+}
+
+TEST(Shutdown, DestroyingWithAnUnreportedErrorDoesNotHang) {
+  EngineFixture e;
+  auto a = buffer(*e);
+  fail_op(*e, a);
+  testing::internal::CaptureStderr();
+  e.scope.reset();
+  e.engine.reset();
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("unreported"), std::string::npos) << err;
+}
+
+TEST(Shutdown, CancelPendingSkipsQueuedOpsAndKeepsTheEngineUsable) {
+  EngineFixture e;
+  std::latch started(1), release(1);
+  std::atomic<int> ran{0};
+  auto out = buffer(*e);
+  push(*e, "held", cpu(0), StreamKind::compute, {}, {}, [&](const OpContext&) {
+    started.count_down();
+    release.wait();
+  });
+  for (int i = 0; i < 100; ++i)
+    push(*e, "queued", cpu(0), StreamKind::compute, {}, {out}, [&](const OpContext&) { ran.fetch_add(1); });
+  started.wait();
+  std::thread releaser([&] {
+    while (!e->cancelling()) std::this_thread::yield();
+    release.count_down();
+  });
+  e->cancel_pending();
+  releaser.join();
+  EXPECT_EQ(ran.load(), 0);
+  EXPECT_EQ(e->stats().ops_skipped, 100u);
+  EXPECT_THROW(e->wait_for(*out), BackendError) << "cancelled outputs are poisoned";
+  push(*e, "after", cpu(0), StreamKind::compute, {}, {out}, [&](const OpContext&) { ran.fetch_add(1); });
+  EXPECT_NO_THROW(e->wait_for(*out));
+  EXPECT_EQ(ran.load(), 1);
+}
+
+}  // namespace
+}  // namespace tide::test

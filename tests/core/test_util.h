@@ -1,0 +1,40 @@
+// Helpers for engine tests: raw ops over int64 buffers, pushed with closures.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <latch>
+#include <memory>
+
+#include <gtest/gtest.h>
+#include <tide/core/engine.h>
+#include <tide/core/tensor.h>
+
+namespace tide::test {
+
+/// An engine of `kind` with `devices` CPU devices, made current.
+struct EngineFixture {
+  explicit EngineFixture(EngineKind kind = EngineKind::async, int devices = 1,
+                         SyncPolicy policy = {});
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<EngineScope> scope;
+  Engine& operator*() { return *engine; }
+  Engine* operator->() { return engine.get(); }
+};
+
+/// A buffer of `n` int64 values on `device`.
+std::shared_ptr<Storage> buffer(Engine& e, Device device = cpu(0), std::size_t n = 1);
+inline std::int64_t* values(const std::shared_ptr<Storage>& s) {
+  return static_cast<std::int64_t*>(s->data());
+}
+
+/// Pushes `fn` on (device, stream kind) with the given read and write sets.
+void push(Engine& e, const char* name, Device device, StreamKind stream, StorageList reads,
+          StorageList writes, std::function<void(const OpContext&)> fn,
+          std::source_location loc = std::source_location::current());
+
+/// Burns roughly `us` microseconds of CPU (a stand-in for real work).
+void busy_us(int us);
+
+}  // namespace tide::test
