@@ -1,7 +1,10 @@
 // Elementwise ops. Tensor operands must have the same shape, dtype and
 // device (there is no broadcasting); a scalar operand is converted to the
-// tensor's dtype. i32 division truncates; dividing by zero fails on the
-// backend (surfacing at the next barrier), as any kernel error does.
+// tensor's dtype (for i32, truncated toward zero; a scalar outside the i32
+// range is a ValueError). i32 arithmetic wraps around on overflow and i32
+// division truncates; dividing by a zero element fails on the backend
+// (surfacing at the next barrier), as any kernel error does, while a scalar
+// divisor that is 0 in i32 is refused at once (ValueError).
 #pragma once
 
 #include <tide/ops/creation.h>

@@ -3,7 +3,6 @@
 // so a (seed, counter) pair gives the same bits everywhere.
 #pragma once
 
-#include <array>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -18,12 +17,13 @@ struct Block {
   std::uint32_t v[4];
 };
 
-TIDE_HD inline Block philox4x32_10(std::uint64_t counter, std::uint64_t seed) {
+/// The full generator: a 128-bit counter and a 64-bit key (Random123's
+/// philox4x32_10(ctr, key)).
+TIDE_HD inline Block philox4x32_10(Block counter, std::uint32_t key0, std::uint32_t key1) {
   constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
-  std::uint32_t c2 = 0, c3 = 0;
-  std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+  std::uint32_t c0 = counter.v[0], c1 = counter.v[1], c2 = counter.v[2], c3 = counter.v[3];
+  std::uint32_t k0 = key0, k1 = key1;
   for (int round = 0; round < 10; ++round) {
     std::uint64_t p0 = static_cast<std::uint64_t>(kMul0) * c0;
     std::uint64_t p1 = static_cast<std::uint64_t>(kMul1) * c2;
@@ -37,6 +37,13 @@ TIDE_HD inline Block philox4x32_10(std::uint64_t counter, std::uint64_t seed) {
     k1 += kWeyl1;
   }
   return {{c0, c1, c2, c3}};
+}
+
+/// What tide's random ops use: the counter's low two words hold `counter`
+/// (the high two are zero) and the key holds `seed`.
+TIDE_HD inline Block philox4x32_10(std::uint64_t counter, std::uint64_t seed) {
+  Block c{{static_cast<std::uint32_t>(counter), static_cast<std::uint32_t>(counter >> 32), 0u, 0u}};
+  return philox4x32_10(c, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
 }
 
 /// Uniform in [0, 1) with 32 random bits, computed in double.

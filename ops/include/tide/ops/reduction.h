@@ -1,6 +1,8 @@
 // Reductions, over all elements (a 0-d result) or along one axis (that axis
-// removed; a negative axis counts from the end). Sums run in a fixed order,
-// so results are reproducible run to run.
+// removed; a negative axis counts from the end). Sums run in a fixed order
+// (index order along the axis), accumulating in double for f32 and f64 and in
+// int64 for i32, rounding to the dtype once: results are reproducible run to
+// run and on every engine, device and stream.
 #pragma once
 
 #include <tide/ops/creation.h>

@@ -1,0 +1,151 @@
+// Elementwise ops: check on the frontend, then push one loop over the
+// contiguous elements (ops/src/cpu/elementwise_kernels.h).
+#include <tide/ops/elementwise.h>
+
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "cpu/elementwise_kernels.h"
+#include "op_util.h"
+
+namespace tide {
+
+namespace {
+
+using namespace detail;
+
+template <typename F>
+Tensor binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
+  Engine& e = engine_for(name, a, b);
+  check_same_dtype(name, a, b);
+  check_same_shape(name, a, b);
+  const std::int64_t n = a.numel();
+  return dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, a.shape(), a.dtype(), a.device(), {a.storage(), b.storage()},
+        [n](const OpContext& ctx) { cpu_kernels::map2(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), n, F{}); },
+        loc);
+  });
+}
+
+/// An i32 division by a scalar zero is known on the frontend: refuse it
+/// there rather than fail on the backend.
+void check_scalar_divisor(const char* name, double s, DType t) {
+  if (t == DType::i32 && static_cast<std::int32_t>(s) == 0)
+    throw ValueError(op_prefix(name) + "integer division by zero (scalar " + std::to_string(s) +
+                     " truncates to 0 in i32)");
+}
+
+/// a op s (or s op a when Reversed), the scalar converted to a's dtype.
+template <typename F, bool Reversed>
+Tensor with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
+  Engine& e = engine_for(name, a);
+  check_scalar_fits(name, s, a.dtype());
+  if constexpr (std::is_same_v<F, cpu_kernels::Div> && !Reversed) check_scalar_divisor(name, s, a.dtype());
+  const std::int64_t n = a.numel();
+  return dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu_kernels::WithScalar<F, Reversed, T> f{static_cast<T>(s)};
+    return push_new(
+        e, name, a.shape(), a.dtype(), a.device(), {a.storage()},
+        [n, f](const OpContext& ctx) { cpu_kernels::map1(ctx.in<T>(0), ctx.out<T>(0), n, f); }, loc);
+  });
+}
+
+template <typename F>
+Tensor unary(const char* name, const Tensor& a, bool floating_only, Loc loc) {
+  Engine& e = engine_for(name, a);
+  if (floating_only) check_floating(name, a.dtype());
+  const std::int64_t n = a.numel();
+  return dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, a.shape(), a.dtype(), a.device(), {a.storage()},
+        [n](const OpContext& ctx) { cpu_kernels::map1(ctx.in<T>(0), ctx.out<T>(0), n, F{}); }, loc);
+  });
+}
+
+// In place: a's storage is both read and written, so the engine orders the
+// op after every earlier reader and writer of a.
+template <typename F>
+void binary_inplace(const char* name, Tensor& a, const Tensor& b, Loc loc) {
+  Engine& e = engine_for(name, a, b);
+  check_same_dtype(name, a, b);
+  check_same_shape(name, a, b);
+  const std::int64_t n = a.numel();
+  dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    push_into(
+        e, name, a.device(), {a.storage(), b.storage()}, {a.storage()},
+        [n](const OpContext& ctx) { cpu_kernels::map2(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), n, F{}); },
+        loc);
+  });
+}
+
+template <typename F>
+void scalar_inplace(const char* name, Tensor& a, double s, Loc loc) {
+  Engine& e = engine_for(name, a);
+  check_scalar_fits(name, s, a.dtype());
+  const std::int64_t n = a.numel();
+  dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu_kernels::WithScalar<F, false, T> f{static_cast<T>(s)};
+    push_into(
+        e, name, a.device(), {a.storage()}, {a.storage()},
+        [n, f](const OpContext& ctx) { cpu_kernels::map1(ctx.in<T>(0), ctx.out<T>(0), n, f); }, loc);
+  });
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Add>("add", a, b, loc); }
+Tensor sub(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Sub>("sub", a, b, loc); }
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Mul>("mul", a, b, loc); }
+Tensor div(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Div>("div", a, b, loc); }
+
+Tensor add(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Add, false>("add", a, s, loc); }
+Tensor sub(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Sub, false>("sub", a, s, loc); }
+Tensor rsub(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Sub, true>("rsub", a, s, loc); }
+Tensor mul(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Mul, false>("mul", a, s, loc); }
+Tensor div(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Div, false>("div", a, s, loc); }
+Tensor rdiv(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Div, true>("rdiv", a, s, loc); }
+
+Tensor neg(const Tensor& a, Loc loc) { return unary<cpu_kernels::Neg>("neg", a, false, loc); }
+Tensor exp(const Tensor& a, Loc loc) { return unary<cpu_kernels::Exp>("exp", a, true, loc); }
+Tensor log(const Tensor& a, Loc loc) { return unary<cpu_kernels::Log>("log", a, true, loc); }
+Tensor relu(const Tensor& a, Loc loc) { return unary<cpu_kernels::Relu>("relu", a, false, loc); }
+
+void add_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<cpu_kernels::Add>("add_", a, b, loc); }
+void sub_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<cpu_kernels::Sub>("sub_", a, b, loc); }
+void mul_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<cpu_kernels::Mul>("mul_", a, b, loc); }
+void add_(Tensor& a, double s, Loc loc) { scalar_inplace<cpu_kernels::Add>("add_", a, s, loc); }
+void mul_(Tensor& a, double s, Loc loc) { scalar_inplace<cpu_kernels::Mul>("mul_", a, s, loc); }
+
+void copy_(Tensor& dst, const Tensor& src, Loc loc) {
+  const char* name = "copy_";
+  Engine& e = engine_of(name, dst, "dst");
+  engine_of(name, src, "src");
+  check_same_dtype(name, dst, src);
+  check_same_shape(name, dst, src);
+  const std::size_t nbytes = dst.nbytes();
+  // memmove: copy_(t, t) is legal and its source and destination coincide.
+  push_into(
+      e, name, dst.device(), {src.storage()}, {dst.storage()},
+      [nbytes](const OpContext& ctx) { std::memmove(ctx.out<char>(0), ctx.in<char>(0), nbytes); },
+      loc);
+}
+
+Tensor copy_to(const Tensor& src, Device device, Loc loc) {
+  const char* name = "copy_to";
+  Engine& e = engine_of(name, src, "src");
+  e.check_device(device);
+  const std::size_t nbytes = src.nbytes();
+  return push_new(
+      e, name, src.shape(), src.dtype(), device, {src.storage()},
+      [nbytes](const OpContext& ctx) { std::memcpy(ctx.out<char>(0), ctx.in<char>(0), nbytes); },
+      loc, static_cast<int>(StreamKind::copy));
+}
+
+}  // namespace tide

@@ -1,0 +1,106 @@
+// Helpers every op uses: argument checks that throw on the frontend, and
+// the one place that allocates an output and hands the engine its closure.
+// Order matters: an op runs every check before it allocates or pushes, so
+// bad input leaves the engine untouched (invariant 4).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include <tide/core/engine.h>
+#include <tide/core/tensor.h>
+#include <tide/ops/creation.h>
+
+namespace tide::detail {
+
+inline std::string op_prefix(const char* op) { return std::string(op) + ": "; }
+
+/// The engine of `t` (which must be the current one) after checking that
+/// `t` is defined. `role` names the argument in messages ("a", "src").
+inline Engine& engine_of(const char* op, const Tensor& t, const char* role) {
+  if (!t.defined())
+    throw UndefinedTensorError(op_prefix(op) + "argument '" + role + "' is an undefined tensor");
+  return t.engine();  // UsageError when its engine is not the current one
+}
+
+inline void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.device() != b.device())
+    throw DeviceError(op_prefix(op) + "tensors are on different devices (" + a.device().str() +
+                      " and " + b.device().str() + "); move one first with copy_to(t, " +
+                      a.device().str() + ")");
+}
+
+/// The engine of `a` and `b`: both defined, current, on one device.
+inline Engine& engine_for(const char* op, const Tensor& a) { return engine_of(op, a, "a"); }
+inline Engine& engine_for(const char* op, const Tensor& a, const Tensor& b) {
+  Engine& e = engine_of(op, a, "a");
+  engine_of(op, b, "b");  // one current engine, so both belong to `e`
+  check_same_device(op, a, b);
+  return e;
+}
+
+inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype())
+    throw DTypeError(op_prefix(op) + "dtypes differ (" + dtype_name(a.dtype()) + " and " +
+                     dtype_name(b.dtype()) + "); tide does not promote types");
+}
+
+inline void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape())
+    throw ShapeError(op_prefix(op) + "shapes differ (" + a.shape().str() + " and " +
+                     b.shape().str() + "); tide does not broadcast");
+}
+
+inline void check_floating(const char* op, DType t) {
+  if (!is_floating(t))
+    throw DTypeError(op_prefix(op) + "needs a floating dtype (f32 or f64), got " + dtype_name(t));
+}
+
+/// A scalar must be representable in `t`: an i32 operand is truncated
+/// toward zero, and a value outside the i32 range (or NaN) would be
+/// undefined behaviour, so it is refused here.
+inline void check_scalar_fits(const char* op, double s, DType t) {
+  if (t != DType::i32) return;
+  constexpr double kLo = static_cast<double>(std::numeric_limits<std::int32_t>::min());
+  constexpr double kHi = static_cast<double>(std::numeric_limits<std::int32_t>::max());
+  if (!(s > kLo - 1.0 && s < kHi + 1.0))
+    throw ValueError(op_prefix(op) + "scalar " + std::to_string(s) +
+                     " does not fit the tensor's dtype i32");
+}
+
+/// Allocates the output (shape, dtype, device) and pushes `kernel`, which
+/// reads `reads` and writes only the output. Call after every check.
+template <typename Kernel>
+Tensor push_new(Engine& e, const char* name, const Shape& shape, DType dtype, Device device,
+                StorageList reads, Kernel&& kernel, Loc loc, int stream = -1) {
+  Tensor out = Tensor::empty(shape, dtype, device);
+  OpDesc op;
+  op.name = name;
+  op.device = device;
+  op.stream = stream;
+  op.fn = std::forward<Kernel>(kernel);
+  op.reads = std::move(reads);
+  op.writes.add(out.storage());
+  op.loc = loc;
+  e.push(std::move(op));
+  return out;
+}
+
+/// Pushes `kernel` that writes existing storages (in-place ops, copy_).
+template <typename Kernel>
+void push_into(Engine& e, const char* name, Device device, StorageList reads, StorageList writes,
+               Kernel&& kernel, Loc loc) {
+  OpDesc op;
+  op.name = name;
+  op.device = device;
+  op.fn = std::forward<Kernel>(kernel);
+  op.reads = std::move(reads);
+  op.writes = std::move(writes);
+  op.loc = loc;
+  e.push(std::move(op));
+}
+
+}  // namespace tide::detail

@@ -1,0 +1,81 @@
+// Shared by the ops tests: an engine per test (parameterized over the engine
+// kind), random host inputs and a check that a misuse enqueued nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <tide/tide.h>
+
+namespace tide {
+/// Lets GoogleTest print a parameter by name.
+inline void PrintTo(EngineKind k, std::ostream* os) { *os << engine_kind_name(k); }
+}  // namespace tide
+
+namespace tide::testing {
+
+/// A fresh engine of the parameter's kind, with two CPU devices, made
+/// current for the test's duration.
+class OpsTest : public ::testing::TestWithParam<EngineKind> {
+ protected:
+  void SetUp() override {
+    EngineOptions opts;
+    opts.kind = GetParam();
+    opts.cpu_devices = 2;
+    eng_ = Engine::create(opts);
+    scope_.emplace(*eng_);
+  }
+  void TearDown() override {
+    scope_.reset();
+    eng_.reset();
+  }
+
+  Engine& eng() { return *eng_; }
+  std::uint64_t pushed() const { return eng_->stats().ops_pushed; }
+
+  std::unique_ptr<Engine> eng_;
+  std::optional<EngineScope> scope_;
+};
+
+inline std::string kind_name(const ::testing::TestParamInfo<EngineKind>& info) {
+  return engine_kind_name(info.param);
+}
+
+#define TIDE_OPS_TEST_SUITE(Suite)                                                          \
+  INSTANTIATE_TEST_SUITE_P(Engines, Suite,                                                  \
+                           ::testing::Values(::tide::EngineKind::async, ::tide::EngineKind::naive), \
+                           ::tide::testing::kind_name)
+
+/// `n` values from a fixed-seed std::mt19937: uniform in [lo, hi] (integers
+/// for i32).
+template <typename T>
+std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  std::mt19937 gen(seed);
+  std::vector<T> v(n);
+  if constexpr (std::is_integral_v<T>) {
+    std::uniform_int_distribution<T> dist(static_cast<T>(lo), static_cast<T>(hi));
+    for (auto& x : v) x = dist(gen);
+  } else {
+    std::uniform_real_distribution<T> dist(static_cast<T>(lo), static_cast<T>(hi));
+    for (auto& x : v) x = dist(gen);
+  }
+  return v;
+}
+
+/// Runs `misuse`, expects it to throw E, and expects no op to have been
+/// pushed meanwhile (bad input throws before anything is enqueued).
+#define EXPECT_REJECTED(E, misuse)                                   \
+  do {                                                               \
+    const std::uint64_t pushed_before_ = eng().stats().ops_pushed;   \
+    EXPECT_THROW(misuse, E);                                         \
+    EXPECT_EQ(eng().stats().ops_pushed, pushed_before_) << #misuse;  \
+  } while (0)
+
+}  // namespace tide::testing
