@@ -20,6 +20,7 @@
 #include <tide/tide.h>
 
 #include "common/json_writer.h"
+#include "common/machine.h"
 #include "common/timing.h"
 
 namespace {
@@ -251,6 +252,7 @@ IncrementResult increment_experiment(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  const std::string command_line = tide::examples::command_line(argc, argv);
   auto runtime = tide::Runtime::init(argc, argv);
   Options o = parse(argc, argv);
   runtime->engine().check_device(o.device);
@@ -328,8 +330,8 @@ int main(int argc, char** argv) try {
     tide::examples::JsonWriter j(f);
     j.begin_object();
     j.key("benchmark").value("async_basics");
-    j.key("machine").value(tide::examples::machine_description());
-    j.key("date_utc").value(tide::examples::utc_now_iso8601());
+    tide::examples::write_machine(j);
+    j.field("command_line", command_line);
     j.key("engine").value(tide::engine_kind_name(runtime->engine().kind()));
     j.key("device").value(o.device.str());
     j.key("repeats").value(o.repeats);
