@@ -117,8 +117,9 @@ void Engine::push(OpDesc&& op) {
   int kind = op.stream >= 0 ? op.stream : static_cast<int>(stream_kind_);
   if (kind >= kStreamKinds) throw UsageError("bad stream kind " + std::to_string(kind));
   int stream_index = op.device.index * kStreamKinds + kind;
-  std::uint64_t push_index = counters_->pushed.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t push_index = push_count_++;
   submit(std::move(op), stream_index, push_index);
+  counters_->pushed.store(push_count_, std::memory_order_relaxed);
 }
 
 std::string Engine::stream_name(int stream_index) const {
@@ -239,7 +240,7 @@ Step Engine::step(std::source_location loc) {
     throw UsageError("step() at " + format_call_site(loc) + " while another step is open: steps do not nest");
   if (policy_.max_inflight_steps) gate_steps(policy_.max_inflight_steps);
   in_step_ = true;
-  counters_->steps_begun.fetch_add(1, std::memory_order_relaxed);
+  counters_->bump(counters_->steps_begun);
   return Step(this, step_index_);
 }
 
@@ -266,7 +267,6 @@ Stats Engine::stats() const {
   auto ld = [](const auto& a) { return a.load(std::memory_order_relaxed); };
   Stats s;
   s.ops_pushed = ld(c.pushed);
-  s.ops_completed = ld(c.completed);
   s.ops_failed = ld(c.failed);
   s.ops_skipped = ld(c.skipped);
   s.cross_stream_waits = ld(c.cross_stream_waits);
@@ -275,8 +275,7 @@ Stats Engine::stats() const {
   s.stalls_steps = ld(c.stalls_steps);
   s.stalls_ops = ld(c.stalls_ops);
   s.stalls_bytes = ld(c.stalls_bytes);
-  s.queued_ops = ld(c.queued_ops);
-  s.queued_bytes = ld(c.queued_bytes);
+  backend_stats(s);
   s.peak_queued_ops = ld(c.peak_queued_ops);
   s.peak_queued_bytes = ld(c.peak_queued_bytes);
   s.steps_begun = ld(c.steps_begun);
@@ -291,13 +290,15 @@ Stats Engine::stats() const {
 
 void Engine::reset_stats() {
   Counters& c = *counters_;
-  for (auto* a : {&c.pushed, &c.completed, &c.failed, &c.skipped, &c.cross_stream_waits, &c.stalls,
+  for (auto* a : {&c.failed, &c.skipped, &c.cross_stream_waits, &c.stalls,
                   &c.stalls_steps, &c.stalls_ops, &c.stalls_bytes, &c.steps_begun,
                   &c.peak_inflight_steps})
     a->store(0, std::memory_order_relaxed);
   c.stalled_ns.store(0, std::memory_order_relaxed);
-  c.peak_queued_ops.store(c.queued_ops.load(), std::memory_order_relaxed);
-  c.peak_queued_bytes.store(c.queued_bytes.load(), std::memory_order_relaxed);
+  Stats now;
+  backend_stats(now);
+  c.peak_queued_ops.store(now.queued_ops, std::memory_order_relaxed);
+  c.peak_queued_bytes.store(now.queued_bytes, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(c.mutex);
   c.sites.clear();
   c.blockers = 0;

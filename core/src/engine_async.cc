@@ -40,7 +40,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   void submit(OpDesc&& desc, int stream_index, std::uint64_t push_index) override {
     Stream& s = *streams_[static_cast<std::size_t>(stream_index)];
-    auto* op = new QueuedOp;
+    QueuedOp* op = s.acquire_op();
     op->desc = std::move(desc);
     OpDesc& d = op->desc;
 
@@ -49,8 +49,8 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     gate_queue(op->bytes);
 
     op->seq = s.next_seq();
-    op->push_index = push_index;
     op->step = current_step();
+    op->push_index = push_index;
     // Reads wait for the last writer (RAW); writes wait for the last writer
     // and every reader since (WAW, WAR). Same-stream edges are free: the
     // stream runs in push order.
@@ -67,15 +67,10 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
       v.nreaders = 0;
       v.written = true;
     }
-
-    auto& c = *counters_;
-    std::uint64_t q = c.queued_ops.fetch_add(1, std::memory_order_relaxed) + 1;
-    c.note_peak(c.peak_queued_ops, q);
-    if (op->bytes) {
-      std::uint64_t b = c.queued_bytes.fetch_add(op->bytes, std::memory_order_relaxed) + op->bytes;
-      c.note_peak(c.peak_queued_bytes, b);
-    }
+    pushed_ops_++;
+    pushed_bytes_ += op->bytes;
     s.enqueue(op);
+    if (++pushes_since_sample_ == kSampleEvery) sample_queue();
   }
 
   void add_wait(QueuedOp& op, const Stream& self, StreamPoint p) {
@@ -91,7 +86,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
       return;
     }
     op.waits[op.nwaits++] = p;
-    counters_->cross_stream_waits.fetch_add(1, std::memory_order_relaxed);
+    counters_->bump(counters_->cross_stream_waits);
   }
 
   void note_reader(VarState& v, StreamPoint p) {
@@ -116,26 +111,72 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   // --- sync-policy gate (frontend thread) ---------------------------------
 
+  // Queued = pushed - completed. The frontend keeps what the workers had
+  // completed when it last looked (a lower bound, so its estimate of queued
+  // work is an upper bound) and reads the streams' counters again only when
+  // the estimate reaches a cap, or every kSampleEvery pushes for the peak
+  // statistics. So a push does not touch the workers' cache lines.
   void gate_queue(std::uint64_t bytes) {
     auto& c = *counters_;
     const std::uint64_t max_ops = policy_.max_queued_ops;
     const std::uint64_t max_bytes = policy_.max_queued_bytes;
-    if (max_ops && c.queued_ops.load(std::memory_order_relaxed) >= max_ops) {
+    if (max_ops && pushed_ops_ - seen_completed_ops_ >= max_ops && sample_queue().ops >= max_ops) {
       auto low = static_cast<std::uint64_t>(static_cast<double>(max_ops) * policy_.low_water);
       if (low >= max_ops) low = max_ops - 1;
-      stall(c.stalls_ops, [&] { return c.queued_ops.load() <= low; });
+      stall(c.stalls_ops, [&] { return queued().ops <= low; });
+      sample_queue();
     }
     if (max_bytes) {
-      std::uint64_t qb = c.queued_bytes.load(std::memory_order_relaxed);
-      if (qb > 0 && qb + bytes > max_bytes) {
-        auto low = static_cast<std::uint64_t>(static_cast<double>(max_bytes) * policy_.low_water);
-        // An op larger than the cap runs alone rather than never.
-        stall(c.stalls_bytes, [&] {
-          std::uint64_t now = c.queued_bytes.load();
-          return now == 0 || (now <= low && now + bytes <= max_bytes);
-        });
+      std::uint64_t estimate = pushed_bytes_ - seen_completed_bytes_;
+      if (estimate > 0 && estimate + bytes > max_bytes) {
+        std::uint64_t qb = sample_queue().bytes;
+        if (qb > 0 && qb + bytes > max_bytes) {
+          auto low = static_cast<std::uint64_t>(static_cast<double>(max_bytes) * policy_.low_water);
+          // An op larger than the cap runs alone rather than never.
+          stall(c.stalls_bytes, [&] {
+            std::uint64_t now = queued().bytes;
+            return now == 0 || (now <= low && now + bytes <= max_bytes);
+          });
+          sample_queue();
+        }
       }
     }
+  }
+
+  struct Queued {
+    std::uint64_t ops, bytes;
+  };
+
+  /// Exact queued work, from every stream's counters (any thread).
+  Queued queued() const {
+    std::uint64_t pushed = 0, done = 0, pushed_b = 0, done_b = 0;
+    for (const auto& s : streams_) {
+      done += s->completed();  // completed first: pushed read later is >= it
+      done_b += s->completed_bytes();
+    }
+    for (const auto& s : streams_) {
+      pushed += s->pushed();
+      pushed_b += s->pushed_bytes();
+    }
+    return {pushed - done, pushed_b - done_b};
+  }
+
+  /// Frontend: refreshes the completed counts it knows and the peaks.
+  Queued sample_queue() {
+    pushes_since_sample_ = 0;
+    std::uint64_t done = 0, done_b = 0;
+    for (auto& s : streams_) {
+      done += s->completed();
+      done_b += s->completed_bytes();
+      s->reclaim();
+    }
+    seen_completed_ops_ = done;
+    seen_completed_bytes_ = done_b;
+    Queued q{pushed_ops_ - done, pushed_bytes_ - done_b};
+    auto& c = *counters_;
+    c.note_peak(c.peak_queued_ops, q.ops);
+    c.note_peak(c.peak_queued_bytes, q.bytes);
+    return q;
   }
 
   template <typename Pred>
@@ -169,6 +210,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     std::vector<StreamPoint> ends;
     for (auto& s : streams_)
       if (!s->reached(s->pushed())) ends.push_back({s.get(), s->pushed()});
+    sample_queue();
     if (policy_.max_inflight_steps) step_ends_.push_back(std::move(ends));
   }
 
@@ -188,11 +230,24 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   void wait_storage(const Storage& st) override {
     const StreamPoint& w = st.var().last_write;
-    if (w.stream) w.stream->wait_until(w.seq);
+    if (w.stream) {
+      w.stream->wait_until(w.seq);
+      w.stream->reclaim();
+    }
   }
 
   void wait_everything() override {
     for (auto& s : streams_) s->wait_until(s->pushed());
+    sample_queue();
+  }
+
+  void backend_stats(Stats& out) const override {
+    Queued q = queued();
+    std::uint64_t done = 0;
+    for (const auto& s : streams_) done += s->completed();
+    out.ops_completed = done;
+    out.queued_ops = q.ops;
+    out.queued_bytes = q.bytes;
   }
 
   // --- worker side ------------------------------------------------------
@@ -202,11 +257,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
             cancelling_.load(std::memory_order_acquire));
   }
 
-  void done(std::uint64_t bytes) override {
-    auto& c = *counters_;
-    c.completed.fetch_add(1, std::memory_order_relaxed);
-    if (bytes) c.queued_bytes.fetch_sub(bytes, std::memory_order_seq_cst);
-    c.queued_ops.fetch_sub(1, std::memory_order_seq_cst);
+  void completed() override {
     if (gate_waiters_.load(std::memory_order_seq_cst) > 0) {
       std::lock_guard<std::mutex> lock(gate_mutex_);
       gate_cv_.notify_all();
@@ -215,7 +266,13 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   std::vector<std::unique_ptr<Stream>> streams_;
   std::deque<std::vector<StreamPoint>> step_ends_;  // per ended step: each stream's last op
-  std::atomic<int> gate_waiters_{0};
+  // Frontend only.
+  static constexpr int kSampleEvery = 32;
+  std::uint64_t pushed_ops_ = 0, pushed_bytes_ = 0;
+  std::uint64_t seen_completed_ops_ = 0, seen_completed_bytes_ = 0;
+  int pushes_since_sample_ = 0;
+  // Read by every worker after each op, written only around a stall.
+  alignas(64) std::atomic<int> gate_waiters_{0};
   std::mutex gate_mutex_;
   std::condition_variable gate_cv_;
 };

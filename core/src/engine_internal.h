@@ -21,14 +21,22 @@ inline std::int64_t now_ns() {
 }
 
 /// Counters written by workers and the frontend, read by stats().
+/// The frontend's counters have one writer (the frontend) and sit apart from
+/// the workers' ones, so the hot path shares no written cache line.
 struct Engine::Counters {
-  std::atomic<std::uint64_t> pushed{0}, completed{0}, failed{0}, skipped{0};
-  std::atomic<std::uint64_t> cross_stream_waits{0};
-  std::atomic<std::uint64_t> queued_ops{0}, queued_bytes{0};
+  // Written by the frontend only.
+  alignas(64) std::atomic<std::uint64_t> pushed{0}, cross_stream_waits{0};
   std::atomic<std::uint64_t> peak_queued_ops{0}, peak_queued_bytes{0};
   std::atomic<std::uint64_t> stalls{0}, stalls_steps{0}, stalls_ops{0}, stalls_bytes{0};
   std::atomic<std::int64_t> stalled_ns{0};
   std::atomic<std::uint64_t> steps_begun{0}, peak_inflight_steps{0};
+  // Written by workers (rarely: failures).
+  alignas(64) std::atomic<std::uint64_t> failed{0}, skipped{0};
+
+  /// One writer: a load and a store, no locked instruction.
+  static void bump(std::atomic<std::uint64_t>& a) {
+    a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   // Guarded by mutex: rare paths (blockers wait anyway; errors are failures).
   std::mutex mutex;
@@ -48,15 +56,14 @@ struct Engine::Counters {
   };
   std::vector<RecordedError> errors;  // not yet reported at a barrier
 
-  void note_peak(std::atomic<std::uint64_t>& peak, std::uint64_t v) {
-    std::uint64_t p = peak.load(std::memory_order_relaxed);
-    while (v > p && !peak.compare_exchange_weak(p, v, std::memory_order_relaxed)) {
-    }
+  /// Frontend only (one writer).
+  static void note_peak(std::atomic<std::uint64_t>& peak, std::uint64_t v) {
+    if (v > peak.load(std::memory_order_relaxed)) peak.store(v, std::memory_order_relaxed);
   }
   void add_stall(std::atomic<std::uint64_t>& kind, std::int64_t ns) {
-    stalls.fetch_add(1, std::memory_order_relaxed);
-    kind.fetch_add(1, std::memory_order_relaxed);
-    stalled_ns.fetch_add(ns, std::memory_order_relaxed);
+    bump(stalls);
+    bump(kind);
+    stalled_ns.store(stalled_ns.load(std::memory_order_relaxed) + ns, std::memory_order_relaxed);
   }
 };
 

@@ -24,12 +24,18 @@ class NaiveEngine final : public Engine {
     std::uint64_t seq = ++seqs_[static_cast<std::size_t>(stream_index)];
     execute(op, stream_index, seq, current_step(), push_index, nullptr, false);
     for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->var().written = true;
-    c.completed.fetch_add(1, std::memory_order_relaxed);
+    completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  void backend_stats(Stats& out) const override {
+    out.ops_completed = completed_.load(std::memory_order_relaxed);
+    out.queued_ops = 0;
+    out.queued_bytes = 0;
   }
   void wait_storage(const Storage&) override {}
   void wait_everything() override {}
 
   std::vector<std::uint64_t> seqs_;
+  std::atomic<std::uint64_t> completed_{0};
 };
 
 }  // namespace

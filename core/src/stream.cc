@@ -1,17 +1,40 @@
 #include "stream.h"
 
-
 namespace tide {
 
-Stream::Stream(Hooks& hooks, int index)
-    : hooks_(hooks), index_(index), thread_([this] { worker(); }) {}
+Stream::Stream(Hooks& hooks, int index) : hooks_(hooks), index_(index), thread_([this] { worker(); }) {}
 
 Stream::~Stream() {
   queue_.push(nullptr);  // sentinel: everything before it runs first
   thread_.join();
+  reclaim();
+  for (QueuedOp* op : free_) delete op;
 }
 
-void Stream::enqueue(QueuedOp* op) { queue_.push(op); }
+QueuedOp* Stream::acquire_op() {
+  reclaim();
+  if (free_.empty()) return new QueuedOp;
+  QueuedOp* op = free_.back();
+  free_.pop_back();
+  return op;
+}
+
+void Stream::reclaim() {
+  QueuedOp* op = nullptr;
+  while (finished_.try_pop(op)) {
+    op->clear();  // drops its storages: memory is freed here, on the frontend
+    if (free_.size() < kMaxFree) {
+      free_.push_back(op);
+    } else {
+      delete op;
+    }
+  }
+}
+
+void Stream::enqueue(QueuedOp* op) {
+  if (op->bytes) pushed_bytes_.store(pushed_bytes() + op->bytes, std::memory_order_relaxed);
+  queue_.push(op);
+}
 
 void Stream::wait_until(std::uint64_t seq) {
   if (reached(seq)) return;
@@ -46,11 +69,13 @@ void Stream::worker() {
     if (!op) return;
     for (int i = 0; i < op->nwaits; ++i) op->waits[i].stream->wait_until(op->waits[i].seq);
     hooks_.run(*op, index_);
-    std::uint64_t seq = op->seq;
-    std::uint64_t bytes = op->bytes;
-    delete op;  // drops the storages' references before the op counts as done
-    hooks_.done(bytes);
+    const std::uint64_t seq = op->seq;
+    if (op->bytes)
+      completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes,
+                             std::memory_order_release);
+    finished_.push(op);  // the op is the frontend's again from here
     complete(seq);
+    hooks_.completed();
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <tide/core/engine.h>
 
@@ -14,6 +15,9 @@
 namespace tide {
 
 /// An op waiting in a stream's queue, with the events it must wait for.
+/// Ops are recycled: a finished op travels back to the frontend, which
+/// releases its storages and reuses it, so the hot path neither allocates
+/// nor frees across threads.
 struct QueuedOp {
   static constexpr int kMaxWaits = 16;
   OpDesc desc;
@@ -23,15 +27,23 @@ struct QueuedOp {
   std::uint64_t bytes = 0;  // memory it allocates; counted as queued until it completes
   StreamPoint waits[kMaxWaits]{};
   int nwaits = 0;
+
+  void clear() {
+    desc.fn.reset();
+    desc.reads.clear();
+    desc.writes.clear();
+    bytes = 0;
+    nwaits = 0;
+  }
 };
 
 class Stream {
  public:
-  /// `run` executes one op on the worker; `done` is called after it
-  /// completed and released its storages.
+  /// `run` executes one op on the worker; `completed` is called after the
+  /// stream's completed count has moved.
   struct Hooks {
     virtual void run(QueuedOp& op, int stream_index) = 0;
-    virtual void done(std::uint64_t bytes) = 0;
+    virtual void completed() = 0;
     virtual ~Hooks() = default;
   };
 
@@ -43,12 +55,21 @@ class Stream {
   int index() const { return index_; }
 
   // Frontend thread only.
-  std::uint64_t next_seq() { return ++pushed_; }
-  std::uint64_t pushed() const { return pushed_; }
+  QueuedOp* acquire_op();
+  std::uint64_t next_seq() {
+    std::uint64_t s = pushed_.load(std::memory_order_relaxed) + 1;
+    pushed_.store(s, std::memory_order_relaxed);
+    return s;
+  }
   void enqueue(QueuedOp* op);
+  /// Releases the storages of finished ops (on this, the frontend thread).
+  void reclaim();
 
   // Any thread.
+  std::uint64_t pushed() const { return pushed_.load(std::memory_order_relaxed); }
+  std::uint64_t pushed_bytes() const { return pushed_bytes_.load(std::memory_order_relaxed); }
   std::uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
+  std::uint64_t completed_bytes() const { return completed_bytes_.load(std::memory_order_acquire); }
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
   /// Blocks until `seq` ops have completed: a short spin, then sleep.
   void wait_until(std::uint64_t seq);
@@ -57,14 +78,23 @@ class Stream {
   void worker();
   void complete(std::uint64_t seq);
 
+  static constexpr std::size_t kMaxFree = 1024;
+
   Hooks& hooks_;
-  int index_;
-  std::uint64_t pushed_ = 0;
-  std::atomic<std::uint64_t> completed_{0};
-  std::atomic<int> waiters_{0};
+  const int index_;
+  // Written by the frontend.
+  alignas(64) std::atomic<std::uint64_t> pushed_{0};
+  std::atomic<std::uint64_t> pushed_bytes_{0};
+  std::vector<QueuedOp*> free_;
+  // Written by the worker.
+  alignas(64) std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> completed_bytes_{0};
+  // Waiters on completed_.
+  alignas(64) std::atomic<int> waiters_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
-  SpscQueue<QueuedOp*> queue_;
+  SpscQueue<QueuedOp*> queue_;     // frontend -> worker
+  SpscQueue<QueuedOp*> finished_;  // worker -> frontend, for reuse
   std::thread thread_;
 };
 

@@ -176,6 +176,8 @@ class Engine {
   virtual void gate_steps(std::uint32_t) {}
   virtual void mark_step_end() {}
   virtual void on_policy_changed() {}
+  /// Fills ops_completed, queued_ops and queued_bytes.
+  virtual void backend_stats(Stats& out) const = 0;
 
   /// Runs `op` (poison check, kernel, error capture). Shared by both engines.
   /// `stream_name` and `seq` go into the provenance of a failure.
@@ -203,6 +205,7 @@ class Engine {
   std::uint64_t step_index_ = 0;
   bool in_step_ = false;
   std::size_t frontend_thread_ = 0;  // hash of the first pushing thread's id
+  std::uint64_t push_count_ = 0;
 };
 
 /// The engine ops use by default: the innermost live EngineScope (a Runtime
