@@ -1,6 +1,7 @@
 // Creation ops: fills, ranges, random numbers and copies of host vectors.
 #include <tide/ops/creation.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -36,22 +37,34 @@ Tensor fill(const char* name, const Shape& shape, double value, const TensorOpti
   });
 }
 
-// Random numbers. Element i of a call takes the Philox block of counter
-// (offset + i) under key `seed` and uses its first word (uniform) or its
-// first two words (normal); the other words are dropped. So each element is
-// a pure function of (seed, offset + i), whatever the device, stream or
-// engine, and a call of n elements advances the engine's offset by n.
-// Values are computed in double and rounded to T once at the end; an f32
-// uniform that would round up to 1.0f becomes the largest float below 1.
+// Random numbers. Element j = offset + i of a call is lane j % 4 of the
+// Philox block of counter j / 4 under key `seed`: a uniform is that lane's
+// word; normals come in pairs, lanes (0, 1) and (2, 3) being the cosine and
+// sine of one Box-Muller transform of the pair's two words. So each element
+// is a pure function of (seed, offset + i), whatever the device, stream or
+// engine, every word is used, and a call of n elements advances the engine's
+// offset by n. Values are computed in double and rounded to T once at the
+// end; an f32 uniform that would round up to 1.0f becomes the largest float
+// below 1.
 enum class Distribution { uniform, normal };
 
-double philox_sample(Distribution d, std::uint64_t counter, std::uint64_t seed) {
+/// The four values of block `counter`.
+std::array<double, 4> philox_block(Distribution d, std::uint64_t counter, std::uint64_t seed) {
   const philox::Block b = philox::philox4x32_10(counter, seed);
-  const double u1 = philox::to_unit(b.v[0]);
-  if (d == Distribution::uniform) return u1;
-  // Box-Muller, cosine branch; 1 - u1 lies in (0, 1], so the log is finite.
-  const double u2 = philox::to_unit(b.v[1]);
-  return std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  std::array<double, 4> out;
+  if (d == Distribution::uniform) {
+    for (int k = 0; k < 4; ++k) out[static_cast<std::size_t>(k)] = philox::to_unit(b.v[k]);
+    return out;
+  }
+  for (int pair = 0; pair < 2; ++pair) {
+    // 1 - u1 lies in (0, 1], so the log is finite.
+    const double u1 = philox::to_unit(b.v[2 * pair]), u2 = philox::to_unit(b.v[2 * pair + 1]);
+    const double r = std::sqrt(-2.0 * std::log(1.0 - u1));
+    const double theta = 2.0 * std::numbers::pi * u2;
+    out[static_cast<std::size_t>(2 * pair)] = r * std::cos(theta);
+    out[static_cast<std::size_t>(2 * pair + 1)] = r * std::sin(theta);
+  }
+  return out;
 }
 
 Tensor random(const char* name, Distribution d, const Shape& shape, const TensorOptions& o,
@@ -71,9 +84,14 @@ Tensor random(const char* name, Distribution d, const Shape& shape, const Tensor
           // A uniform double within 2^-25 of 1 rounds to 1.0f: keep [0, 1).
           constexpr T kBelowOne = 1 - std::numeric_limits<T>::epsilon() / 2;
           T* out = ctx.out<T>(0);
-          for (std::int64_t i = 0; i < n; ++i) {
-            const T v = static_cast<T>(philox_sample(d, offset + static_cast<std::uint64_t>(i), seed));
-            out[i] = (d == Distribution::uniform && v >= T(1)) ? kBelowOne : v;
+          std::int64_t i = 0;
+          while (i < n) {
+            const std::uint64_t j = offset + static_cast<std::uint64_t>(i);
+            const std::array<double, 4> block = philox_block(d, j / 4, seed);
+            for (std::uint64_t lane = j % 4; lane < 4 && i < n; ++lane, ++i) {
+              const T v = static_cast<T>(block[lane]);
+              out[i] = (d == Distribution::uniform && v >= T(1)) ? kBelowOne : v;
+            }
           }
         },
         loc);

@@ -44,14 +44,17 @@ TEST(Philox, SixtyFourBitFormPlacesCounterAndSeedInLowWords) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(a.v[i], b.v[i]);
 }
 
-// What rand and randn compute for element i (see ops/src/creation.cc).
-double uniform_ref(std::uint64_t counter, std::uint64_t seed) {
-  return philox::to_unit(philox::philox4x32_10(counter, seed).v[0]);
+// What rand and randn compute for element j (see ops/src/creation.cc): lane
+// j % 4 of Philox block j / 4; normals pair lanes (0, 1) and (2, 3).
+double uniform_ref(std::uint64_t j, std::uint64_t seed) {
+  return philox::to_unit(philox::philox4x32_10(j / 4, seed).v[j % 4]);
 }
-double normal_ref(std::uint64_t counter, std::uint64_t seed) {
-  philox::Block b = philox::philox4x32_10(counter, seed);
-  double u1 = philox::to_unit(b.v[0]), u2 = philox::to_unit(b.v[1]);
-  return std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
+double normal_ref(std::uint64_t j, std::uint64_t seed) {
+  philox::Block b = philox::philox4x32_10(j / 4, seed);
+  const std::uint64_t first = j % 4 / 2 * 2;
+  double u1 = philox::to_unit(b.v[first]), u2 = philox::to_unit(b.v[first + 1]);
+  double r = std::sqrt(-2.0 * std::log(1.0 - u1)), theta = 2.0 * std::numbers::pi * u2;
+  return j % 2 == 0 ? r * std::cos(theta) : r * std::sin(theta);
 }
 
 using CreationTest = OpsTest;
@@ -135,9 +138,10 @@ TEST_P(CreationTest, RandMatchesPhiloxScheme) {
 }
 
 TEST_P(CreationTest, RandF32StaysBelowOne) {
-  // Under seed 3, counter 2350790 gives the word 0xffffff97: in double that
-  // is within 2^-25 of 1, which would round to 1.0f.
-  const std::uint64_t counter = 2350790;
+  // Under seed 3, block 2350790 has 0xffffff97 as its first word (element
+  // 4 * 2350790): in double that is within 2^-25 of 1, which would round to
+  // 1.0f.
+  const std::uint64_t counter = 4 * 2350790ull;
   ASSERT_GT(static_cast<float>(uniform_ref(counter, 3)), 0.99999994f);
   eng().manual_seed(3);
   eng().take_rng_offset(counter);
