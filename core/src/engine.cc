@@ -173,7 +173,10 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
       if (errs.size() < 1024) errs.push_back({poison, push_index});
     }
   }
-  for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->set_poison(poison);
+  // Stored only when it changes: the common case (clean in, clean out) then
+  // leaves the storage's cache line alone for the frontend.
+  for (int i = 0; i < op.writes.size(); ++i)
+    if (poison || op.writes[i]->poison()) op.writes[i]->set_poison(poison);
 }
 
 void Engine::rethrow_poison(const Storage& s) {

@@ -55,12 +55,16 @@ class Storage {
   void set_poison(std::shared_ptr<const OpProvenance> p) { poison_ = std::move(p); }
 
  private:
+  // Read by workers.
   std::uint64_t engine_id_;
   Device device_;
   std::size_t nbytes_;
   void* data_ = nullptr;
-  VarState var_;
   std::shared_ptr<const OpProvenance> poison_;
+  // Written by the frontend at every push that uses this storage: kept on
+  // its own cache lines so that workers reading the fields above do not
+  // bounce with it.
+  alignas(64) VarState var_;
 };
 
 }  // namespace tide
