@@ -61,10 +61,12 @@ class Storage {
   std::size_t nbytes_;
   void* data_ = nullptr;
   std::shared_ptr<const OpProvenance> poison_;
-  // Written by the frontend at every push that uses this storage: kept on
-  // its own cache lines so that workers reading the fields above do not
-  // bounce with it.
-  alignas(64) VarState var_;
+  // Written by the frontend at every push that uses this storage: kept a
+  // cache line away from the fields above, which workers read, so the two
+  // do not bounce between cores. (Padding, not alignas: an over-aligned type
+  // would make every make_shared go through the slower aligned allocator.)
+  char pad_[64] = {};
+  VarState var_;
 };
 
 }  // namespace tide
