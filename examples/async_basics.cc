@@ -176,6 +176,7 @@ BarrierResult barrier_experiment(const Options& o) {
 // (5) y = x + 1, N times: synchronous (a barrier after each) vs asynchronous.
 struct IncrementResult {
   double sync_s, async_s;
+  std::vector<double> sync_runs_s, async_runs_s;
   double t1_ns, t2_ns, t3_ns, t2_busy_ns, async_push_ns;
 };
 
@@ -209,16 +210,18 @@ IncrementResult increment_experiment(const Options& o) {
   tide::Tensor x = tide::ones({1, 2}, {tide::DType::f32, o.device});
   tide::wait_all();
   IncrementResult r{};
-  r.sync_s = median_seconds(o.repeats, [&] {
+  r.sync_runs_s = tide::examples::run_seconds(o.repeats, [&] {
     for (int i = 0; i < n; ++i) {
       tide::Tensor y = x + 1;
       y.wait_to_read();
     }
   });
-  r.async_s = median_seconds(o.repeats, [&] {
+  r.async_runs_s = tide::examples::run_seconds(o.repeats, [&] {
     for (int i = 0; i < n; ++i) tide::Tensor y = x + 1;
     tide::wait_all();
   });
+  r.sync_s = median(r.sync_runs_s);
+  r.async_s = median(r.async_runs_s);
 
   std::vector<Stamp> stamps(static_cast<std::size_t>(n));
   std::vector<std::int64_t> t1, t2, t3;
@@ -303,8 +306,14 @@ int main(int argc, char** argv) try {
   IncrementResult inc = increment_experiment(o);
   const double n = o.increments;
   std::printf("  %d increments of a 1x2 tensor\n", o.increments);
-  row("synchronous (wait_to_read after each)", inc.sync_s);
-  row("asynchronous (one wait_all at the end)", inc.async_s);
+  auto row_spread = [](const char* what, double median_s, const std::vector<double>& runs) {
+    auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+    std::printf("  %-44s %10.3f ms  (runs %.3f to %.3f)\n", what, median_s * 1e3, *lo * 1e3, *hi * 1e3);
+  };
+  row_spread("synchronous (wait_to_read after each)", inc.sync_s, inc.sync_runs_s);
+  row_spread("asynchronous (one wait_all at the end)", inc.async_s, inc.async_runs_s);
+  std::printf("  (a synchronous round trip is fast while both threads can spin on a core of\n"
+              "  their own, and costs a sleep and a wake-up, tens of us, when they cannot)\n");
   std::printf("  measured per op: t1 push %.0f ns, t2 backend %.0f ns, t3 return %.0f ns;\n"
               "  backend per op while busy %.0f ns, push per op while running ahead %.0f ns\n",
               inc.t1_ns, inc.t2_ns, inc.t3_ns, inc.t2_busy_ns, inc.async_push_ns);
@@ -357,6 +366,12 @@ int main(int argc, char** argv) try {
     j.key("count").value(o.increments);
     j.key("sync_s").value(inc.sync_s);
     j.key("async_s").value(inc.async_s);
+    j.key("sync_runs_s").begin_array();
+    for (double v : inc.sync_runs_s) j.value(v);
+    j.end_array();
+    j.key("async_runs_s").begin_array();
+    for (double v : inc.async_runs_s) j.value(v);
+    j.end_array();
     j.key("speedup").value(speedup);
     j.key("t1_ns").value(inc.t1_ns);
     j.key("t2_ns").value(inc.t2_ns);

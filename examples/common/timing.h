@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace tide::examples {
@@ -25,16 +26,22 @@ double median(std::vector<T> v) {
   return (static_cast<double>(lower) + static_cast<double>(*mid)) / 2;
 }
 
-/// Runs `f` `repeats` times and returns the median wall time in seconds.
+/// Runs `f` `repeats` times and returns each run's wall time in seconds.
 template <typename F>
-double median_seconds(int repeats, F&& f) {
-  std::vector<std::int64_t> t;
+std::vector<double> run_seconds(int repeats, F&& f) {
+  std::vector<double> t;
   for (int i = 0; i < repeats; ++i) {
     std::int64_t t0 = now_ns();
     f();
-    t.push_back(now_ns() - t0);
+    t.push_back(static_cast<double>(now_ns() - t0) * 1e-9);
   }
-  return median(t) * 1e-9;
+  return t;
+}
+
+/// Runs `f` `repeats` times and returns the median wall time in seconds.
+template <typename F>
+double median_seconds(int repeats, F&& f) {
+  return median(run_seconds(repeats, std::forward<F>(f)));
 }
 
 }  // namespace tide::examples
