@@ -279,8 +279,9 @@ Stats Engine::stats() const {
   s.stalls_ops = ld(c.stalls_ops);
   s.stalls_bytes = ld(c.stalls_bytes);
   backend_stats(s);
-  s.peak_queued_ops = ld(c.peak_queued_ops);
-  s.peak_queued_bytes = ld(c.peak_queued_bytes);
+  // Peaks are sampled; the present is exact, and a peak is never below it.
+  s.peak_queued_ops = std::max(ld(c.peak_queued_ops), s.queued_ops);
+  s.peak_queued_bytes = std::max(ld(c.peak_queued_bytes), s.queued_bytes);
   s.steps_begun = ld(c.steps_begun);
   s.peak_inflight_steps = ld(c.peak_inflight_steps);
   std::lock_guard<std::mutex> lock(counters_->mutex);
@@ -292,6 +293,7 @@ Stats Engine::stats() const {
 }
 
 void Engine::reset_stats() {
+  check_frontend_thread();
   Counters& c = *counters_;
   for (auto* a : {&c.failed, &c.skipped, &c.cross_stream_waits, &c.stalls,
                   &c.stalls_steps, &c.stalls_ops, &c.stalls_bytes, &c.steps_begun,

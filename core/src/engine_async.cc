@@ -21,7 +21,10 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   ~AsyncEngine() override {
     // Queued work finishes (each stream's sentinel comes after it), then
-    // the workers are joined. Use cancel_pending() first to skip it instead.
+    // the workers are joined, and only then are streams freed: a worker may
+    // wait on another stream until its own last op has run.
+    for (auto& s : streams_) s->stop();
+    for (auto& s : streams_) s->join();
     streams_.clear();
   }
 
@@ -44,8 +47,11 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     op->desc = std::move(desc);
     OpDesc& d = op->desc;
 
-    for (int i = 0; i < d.writes.size(); ++i)
-      if (!d.writes[i]->var().written) op->bytes += d.writes[i]->nbytes();
+    for (int i = 0; i < d.writes.size(); ++i) {
+      VarState& v = d.writes[i]->var();
+      if (!v.written) op->bytes += d.writes[i]->nbytes();
+      v.written = true;  // here already, so a storage listed twice counts once
+    }
     gate_queue(op->bytes);
 
     op->seq = s.next_seq();

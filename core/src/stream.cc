@@ -5,11 +5,17 @@ namespace tide {
 Stream::Stream(Hooks& hooks, int index) : hooks_(hooks), index_(index), thread_([this] { worker(); }) {}
 
 Stream::~Stream() {
-  queue_.push(nullptr);  // sentinel: everything before it runs first
-  thread_.join();
+  if (thread_.joinable()) {
+    stop();
+    join();
+  }
   reclaim();
   for (QueuedOp* op : free_) delete op;
 }
+
+void Stream::stop() { queue_.push(nullptr); }  // a sentinel: everything before it runs first
+
+void Stream::join() { thread_.join(); }
 
 QueuedOp* Stream::acquire_op() {
   reclaim();
@@ -72,7 +78,7 @@ void Stream::worker() {
     const std::uint64_t seq = op->seq;
     if (op->bytes)
       completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes,
-                             std::memory_order_release);
+                             std::memory_order_seq_cst);
     finished_.push(op);  // the op is the frontend's again from here
     complete(seq);
     hooks_.completed();

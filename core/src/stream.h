@@ -48,7 +48,8 @@ class Stream {
   };
 
   Stream(Hooks& hooks, int index);
-  ~Stream();  // finishes queued ops, then joins the worker
+  /// Joins the worker if stop() and join() were not called.
+  ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
@@ -62,14 +63,22 @@ class Stream {
     return s;
   }
   void enqueue(QueuedOp* op);
+  /// Shutdown, in two phases for all streams of an engine: stop() every
+  /// stream (ops queued before it still run), then join() every stream. A
+  /// worker may wait on another stream's counters until its last op has run,
+  /// so no stream may be destroyed before every worker has been joined.
+  void stop();
+  void join();
   /// Releases the storages of finished ops (on this, the frontend thread).
   void reclaim();
 
   // Any thread.
   std::uint64_t pushed() const { return pushed_.load(std::memory_order_relaxed); }
   std::uint64_t pushed_bytes() const { return pushed_bytes_.load(std::memory_order_relaxed); }
-  std::uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
-  std::uint64_t completed_bytes() const { return completed_bytes_.load(std::memory_order_acquire); }
+  // seq_cst (a plain load on x86): the gate's stall pairs this load with the
+  // worker's seq_cst store and its load of the gate's waiter count.
+  std::uint64_t completed() const { return completed_.load(std::memory_order_seq_cst); }
+  std::uint64_t completed_bytes() const { return completed_bytes_.load(std::memory_order_seq_cst); }
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
   /// Blocks until `seq` ops have completed: a short spin, then sleep.
   void wait_until(std::uint64_t seq);
