@@ -3,7 +3,7 @@
 # everything is already there. Needs root (or sudo) only when it installs.
 set -euo pipefail
 
-packages=(build-essential cmake libopenblas-dev libgtest-dev)
+packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${packages[@]}"; do

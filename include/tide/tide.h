@@ -13,4 +13,5 @@
 #include <tide/ops/elementwise.h>
 #include <tide/ops/linalg.h>
 #include <tide/ops/reduction.h>
+#include <tide/comm/communicator.h>
 #include <tide/launch/runtime.h>

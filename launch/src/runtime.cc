@@ -1,31 +1,118 @@
 #include <tide/launch/runtime.h>
 
-#include <cstring>
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <string>
 
 namespace tide {
 
-Runtime::Runtime(const EngineOptions& options)
-    : engine_(Engine::create(options)), scope_(std::make_unique<EngineScope>(*engine_)) {}
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// The node-local rank the launcher announces, if any (-1 when none does).
+int launcher_local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = env(name)) return std::atoi(v);
+  return -1;
+}
+
+void check_mpi(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw CommError(std::string(what) + " failed: " + text);
+}
+
+}  // namespace
+
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALRANKID"})
+    if (env(name)) return true;
+  return false;
+}
+
+RuntimeOptions RuntimeOptions::from_env() {
+  RuntimeOptions o;
+  if (const char* v = env("TIDE_LOG_ALL_RANKS")) o.log_all_ranks = std::string(v) == "1";
+  return o;
+}
+
+Runtime::Runtime(const RuntimeOptions& options) : world_(Communicator::local(options.comm)) {
+  finish_init(options);
+}
+
+Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
+  int provided = 0;
+  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  try {
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw UsageError("MPI_Init_thread provided thread level " + std::to_string(provided) +
+                       "; tide makes MPI calls from its comm thread and needs MPI_THREAD_SERIALIZED");
+    world_ = Communicator::mpi_world(options.comm);
+    MPI_Comm node;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_->rank(), MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type");
+    MPI_Comm_rank(node, &local_rank_);
+    MPI_Comm_size(node, &local_size_);
+    MPI_Comm_free(&node);
+    int announced = launcher_local_rank();
+    if (announced >= 0 && announced != local_rank_)
+      std::fprintf(stderr,
+                   "tide: rank %d: the launcher says node-local rank %d, MPI_Comm_split_type says %d; "
+                   "using %d\n",
+                   world_->rank(), announced, local_rank_, local_rank_);
+    finish_init(options);
+  } catch (...) {
+    world_.reset();
+    MPI_Abort(MPI_COMM_WORLD, 1);  // one rank failing to start ends the job
+    throw;
+  }
+}
+
+void Runtime::finish_init(const RuntimeOptions& options) {
+  log_all_ranks_ = options.log_all_ranks;
+  engine_ = Engine::create(options.engine);
+  scope_ = std::make_unique<EngineScope>(*engine_);
+}
 
 Runtime::~Runtime() {
+  // A failed collective cannot be cancelled, and MPI_Finalize would wait
+  // for it; an exception unwinding through main means this rank will not
+  // join the others' next collective. Either way: end the job now.
+  const bool abort = owns_mpi_ && (world_->broken() || std::uncaught_exceptions() > 0);
+  if (abort) {
+    std::fprintf(stderr, "tide: rank %d: ending the job (MPI_Abort): %s\n", world_->rank(),
+                 world_->broken() ? "a collective failed" : "an exception is unwinding");
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   scope_.reset();
   engine_.reset();  // drains queued work, then joins the workers
+  world_.reset();
+  if (owns_mpi_) MPI_Finalize();
 }
 
 std::unique_ptr<Runtime> Runtime::init(int& argc, char** argv) {
-  EngineOptions o = EngineOptions::from_env();
+  RuntimeOptions o = RuntimeOptions::from_env();
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--tide-engine=", 0) == 0) {
       std::string v = a.substr(14);
-      if (v == "async") o.kind = EngineKind::async;
-      else if (v == "naive") o.kind = EngineKind::naive;
+      if (v == "async") o.engine.kind = EngineKind::async;
+      else if (v == "naive") o.engine.kind = EngineKind::naive;
       else throw ValueError(a + ": expected async or naive");
     } else if (a.rfind("--tide-cpu-devices=", 0) == 0) {
       try {
-        o.cpu_devices = std::stoi(a.substr(19));
+        o.engine.cpu_devices = std::stoi(a.substr(19));
       } catch (const std::exception&) {
         throw ValueError(a + ": expected an integer");
       }
@@ -35,7 +122,17 @@ std::unique_ptr<Runtime> Runtime::init(int& argc, char** argv) {
   }
   argc = out;
   argv[argc] = nullptr;
+  if (launched_by_mpi()) return std::unique_ptr<Runtime>(new Runtime(o, MpiTag{}));
   return std::make_unique<Runtime>(o);
+}
+
+void Runtime::log(const std::string& line) const {
+  if (rank() == 0) {
+    std::printf("%s\n", line.c_str());
+  } else if (log_all_ranks_) {
+    std::printf("[rank %d] %s\n", rank(), line.c_str());
+  }
+  std::fflush(stdout);
 }
 
 void wait_all(std::source_location loc) { current_engine().wait_all(loc); }

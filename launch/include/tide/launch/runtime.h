@@ -1,41 +1,83 @@
-// Runtime: wires a process up (today: the engine from the environment; with
-// distribution: MPI, rank and device) and makes its engine the current one.
+// Runtime: wires one process (one rank) up. Under mpirun it initialises MPI,
+// finds this rank's place (world rank, node-local rank), builds the engine
+// and the world communicator, and makes the engine current. Started without
+// mpirun it is a world of one rank that needs no MPI at all.
+//
+// Shutdown order: queued work drains, the communicator goes, then
+// MPI_Finalize. If a collective failed (the communicator is broken) or the
+// runtime is destroyed while an exception unwinds, it calls MPI_Abort
+// instead, so the other ranks end too rather than wait forever.
 #pragma once
 
+#include <iosfwd>
 #include <memory>
 #include <source_location>
+#include <string>
 
+#include <tide/comm/communicator.h>
 #include <tide/core/engine.h>
 
 namespace tide {
 
+struct RuntimeOptions {
+  EngineOptions engine = EngineOptions::from_env();
+  CommOptions comm = CommOptions::from_env();
+  /// Print from every rank (prefixed "[rank r]"), not only rank 0.
+  /// TIDE_LOG_ALL_RANKS=1 sets it.
+  bool log_all_ranks = false;
+  static RuntimeOptions from_env();
+};
+
 class Runtime {
  public:
-  /// Builds the engine from `options` and makes it current. Not copyable;
-  /// one per frontend thread. Destroying it finishes queued work.
-  explicit Runtime(const EngineOptions& options = EngineOptions::from_env());
+  /// Without MPI: a one-rank world. Makes the engine current.
+  explicit Runtime(const RuntimeOptions& options = RuntimeOptions::from_env());
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// The process entry point: reads TIDE_* variables and recognises
-  /// --tide-engine=async|naive and --tide-cpu-devices=N on the command line
-  /// (removing them from argv).
+  /// The process entry point. Under a launcher (mpirun, srun: detected from
+  /// its environment variables) it calls MPI_Init_thread asking for
+  /// MPI_THREAD_SERIALIZED and checks what it got. Reads TIDE_* variables and
+  /// takes --tide-engine=async|naive and --tide-cpu-devices=N off argv.
   static std::unique_ptr<Runtime> init(int& argc, char** argv);
 
   Engine& engine() { return *engine_; }
+  Communicator& world() { return *world_; }
+  int rank() const { return world_->rank(); }
+  int size() const { return world_->size(); }
+  /// This rank's index among the ranks of its node, and their number.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+
   /// A minibatch (see SyncPolicy); blocks at the in-flight-steps gate.
   Step step(std::source_location loc = std::source_location::current()) { return engine_->step(loc); }
   void wait_all(std::source_location loc = std::source_location::current()) { engine_->wait_all(loc); }
   void set_policy(const SyncPolicy& p) { engine_->set_policy(p); }
   Stats stats() const { return engine_->stats(); }
 
+  /// Prints a line on rank 0; on other ranks only with log_all_ranks, then
+  /// prefixed "[rank r] ".
+  void log(const std::string& line) const;
+
  private:
+  struct MpiTag {};
+  Runtime(const RuntimeOptions& options, MpiTag);
+  void finish_init(const RuntimeOptions& options);
+
+  bool owns_mpi_ = false;
+  bool log_all_ranks_ = false;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  std::shared_ptr<Communicator> world_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineScope> scope_;
 };
 
 /// wait_all on the current engine.
 void wait_all(std::source_location loc = std::source_location::current());
+
+/// True when this process was started by an MPI launcher (its variables are set).
+bool launched_by_mpi();
 
 }  // namespace tide

@@ -1,0 +1,351 @@
+#include <tide/comm/communicator.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <tide/core/engine.h>
+
+#include "mpi_check.h"
+
+namespace tide {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::avg: return "avg";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+CommOptions CommOptions::from_env() {
+  CommOptions o;
+  if (const char* v = std::getenv("TIDE_COMM_TIMEOUT"); v && *v) {
+    char* end = nullptr;
+    double s = std::strtod(v, &end);
+    if (*end != '\0' || !(s > 0) || !std::isfinite(s))
+      throw ValueError(std::string("TIDE_COMM_TIMEOUT=") + v + ": expected a positive number of seconds");
+    o.timeout_s = s;
+  }
+  return o;
+}
+
+struct Communicator::Impl {
+  bool mpi = false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  CommOptions options;
+  std::uint64_t next_seq = 0;  // frontend only
+  std::atomic<bool> broken{false};
+  std::mutex mutex;
+  std::string broken_reason;  // guarded by mutex
+
+  ~Impl() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (mpi && !finalized && comm != MPI_COMM_NULL && !broken) MPI_Comm_free(&comm);
+  }
+
+  void check_usable() {
+    if (!broken.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    throw CommError("communicator is broken by an earlier failure: " + broken_reason);
+  }
+
+  [[noreturn]] void fail(const std::string& what) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (broken_reason.empty()) broken_reason = what;
+    }
+    broken.store(true, std::memory_order_release);
+    throw CommError(what);
+  }
+
+  /// Polls `req` until done or the deadline; runs on the comm thread.
+  void wait(MPI_Request& req, const std::string& what) {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + std::chrono::duration<double>(options.timeout_s);
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      TIDE_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+      if (done) return;
+      // Poll hot at first (small collectives finish in microseconds), then
+      // back off so a long wait leaves the core to the compute streams.
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(polls > 20000 ? 500 : 20));
+      if ((polls & 63) == 0 && clock::now() > deadline) {
+        std::ostringstream os;
+        os << what << " timed out after " << options.timeout_s << " s on rank " << rank << " of " << size
+           << ": a peer never joined, died, or runs a different sequence of collectives";
+        fail(os.str());
+      }
+    }
+  }
+};
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::f64: return MPI_DOUBLE;
+    case DType::i32: break;
+  }
+  return MPI_INT;
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::sum:
+    case ReduceOp::avg: break;
+  }
+  return MPI_SUM;
+}
+
+void divide(void* data, std::int64_t n, DType t, int by) {
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = static_cast<T*>(data);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(by));
+  });
+}
+
+Engine& engine_of(const Tensor& t, const char* name) {
+  if (!t.defined())
+    throw UndefinedTensorError(std::string(name) + ": use of an undefined tensor");
+  Engine& e = t.engine();
+  if (!t.device().is_cpu())
+    throw DeviceError(std::string(name) + ": host collectives need a cpu tensor, got " + t.device().str());
+  return e;
+}
+
+void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
+  if (op == ReduceOp::avg && !is_floating(t.dtype()))
+    throw DTypeError(std::string(name) + ": avg needs a floating dtype, got " + dtype_name(t.dtype()));
+}
+
+std::string describe(const char* name, std::uint64_t seq, const Tensor& t, const char* extra, int peers) {
+  std::ostringstream os;
+  os << name << " #" << seq << " (" << t.numel() << " x " << dtype_name(t.dtype());
+  if (extra && *extra) os << ", " << extra;
+  os << ", " << peers << " ranks)";
+  return os.str();
+}
+
+}  // namespace
+
+Communicator::Communicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+std::shared_ptr<Communicator> Communicator::local(const CommOptions& o) {
+  auto impl = std::make_shared<Impl>();
+  impl->options = o;
+  return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+std::shared_ptr<Communicator> Communicator::mpi_world(const CommOptions& o) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw UsageError("Communicator::mpi_world needs MPI initialised (use tide::Runtime::init)");
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED)
+    throw UsageError("MPI provides too low a thread level: tide makes MPI calls from its comm thread "
+                     "and needs MPI_THREAD_SERIALIZED");
+  auto impl = std::make_shared<Impl>();
+  impl->options = o;
+  impl->mpi = true;
+  TIDE_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl->comm));
+  TIDE_MPI_CHECK(MPI_Comm_rank(impl->comm, &impl->rank));
+  TIDE_MPI_CHECK(MPI_Comm_size(impl->comm, &impl->size));
+  return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+int Communicator::rank() const { return impl_->rank; }
+int Communicator::size() const { return impl_->size; }
+bool Communicator::uses_mpi() const { return impl_->mpi; }
+bool Communicator::broken() const { return impl_->broken.load(std::memory_order_acquire); }
+
+namespace {
+
+// Pushes one collective on cpu:0's comm stream.
+template <typename Fn>
+void push_collective(Engine& e, const char* name, StorageList reads, StorageList writes, Loc loc, Fn fn) {
+  OpDesc op;
+  op.name = name;
+  op.device = cpu(0);
+  op.stream = static_cast<int>(StreamKind::comm);
+  op.reads = std::move(reads);
+  op.writes = std::move(writes);
+  op.loc = loc;
+  op.fn = std::move(fn);
+  e.push(std::move(op));
+}
+
+}  // namespace
+
+void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
+  Engine& e = engine_of(t, "all_reduce_");
+  check_reduce("all_reduce_", t, op);
+  const std::uint64_t seq = impl_->next_seq++;
+  const std::string what = describe("all_reduce", seq, t, reduce_op_name(op), impl_->size);
+  auto impl = impl_;
+  const std::int64_t n = t.numel();
+  const DType dt = t.dtype();
+  push_collective(e, "all_reduce", {t.storage()}, {t.storage()}, loc,
+                  [impl, what = std::make_shared<const std::string>(what), n, dt, op](const OpContext& c) {
+                    impl->check_usable();
+                    void* data = c.writes[0]->data();
+                    if (impl->mpi && impl->size > 1) {
+                      MPI_Request req;
+                      TIDE_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), mpi_type(dt),
+                                                    mpi_op(op), impl->comm, &req));
+                      impl->wait(req, *what);
+                    }
+                    if (op == ReduceOp::avg && impl->size > 1) divide(data, n, dt, impl->size);
+                  });
+}
+
+Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
+  engine_of(t, "all_reduce");
+  check_reduce("all_reduce", t, op);
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  const std::size_t nbytes = t.nbytes();
+  OpDesc copy;
+  copy.name = "all_reduce_copy";
+  copy.device = cpu(0);
+  copy.stream = static_cast<int>(StreamKind::comm);
+  copy.reads.add(t.storage());
+  copy.writes.add(out.storage());
+  copy.loc = loc;
+  copy.fn = [nbytes](const OpContext& c) { std::memcpy(c.writes[0]->data(), c.reads[0]->data(), nbytes); };
+  t.engine().push(std::move(copy));
+  all_reduce_(out, op, loc);
+  return out;
+}
+
+void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
+  Engine& e = engine_of(t, "broadcast_");
+  if (root < 0 || root >= impl_->size)
+    throw ValueError("broadcast: root " + std::to_string(root) + " is not a rank of a world of " +
+                     std::to_string(impl_->size));
+  const std::uint64_t seq = impl_->next_seq++;
+  const std::string what = describe("broadcast", seq, t, ("root " + std::to_string(root)).c_str(), impl_->size);
+  auto impl = impl_;
+  const std::int64_t n = t.numel();
+  const DType dt = t.dtype();
+  push_collective(e, "broadcast", {t.storage()}, {t.storage()}, loc,
+                  [impl, what = std::make_shared<const std::string>(what), n, dt, root](const OpContext& c) {
+                    impl->check_usable();
+                    if (!impl->mpi || impl->size == 1) return;
+                    MPI_Request req;
+                    TIDE_MPI_CHECK(MPI_Ibcast(c.writes[0]->data(), static_cast<int>(n), mpi_type(dt), root,
+                                              impl->comm, &req));
+                    impl->wait(req, *what);
+                  });
+}
+
+Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
+  engine_of(t, "broadcast");
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  const std::size_t nbytes = t.nbytes();
+  OpDesc copy;
+  copy.name = "broadcast_copy";
+  copy.device = cpu(0);
+  copy.stream = static_cast<int>(StreamKind::comm);
+  copy.reads.add(t.storage());
+  copy.writes.add(out.storage());
+  copy.loc = loc;
+  copy.fn = [nbytes](const OpContext& c) { std::memcpy(c.writes[0]->data(), c.reads[0]->data(), nbytes); };
+  t.engine().push(std::move(copy));
+  broadcast_(out, root, loc);
+  return out;
+}
+
+Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
+  Engine& e = engine_of(t, "all_gather");
+  Shape shape;
+  shape.push_back(impl_->size);
+  for (auto d : t.shape()) shape.push_back(d);
+  const std::uint64_t seq = impl_->next_seq++;
+  const std::string what = describe("all_gather", seq, t, "", impl_->size);
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  auto impl = impl_;
+  const std::int64_t n = t.numel();
+  const DType dt = t.dtype();
+  push_collective(e, "all_gather", {t.storage()}, {out.storage()}, loc,
+                  [impl, what = std::make_shared<const std::string>(what), n, dt](const OpContext& c) {
+                    impl->check_usable();
+                    if (!impl->mpi || impl->size == 1) {
+                      std::memcpy(c.writes[0]->data(), c.reads[0]->data(),
+                                  static_cast<std::size_t>(n) * dtype_size(dt));
+                      return;
+                    }
+                    MPI_Request req;
+                    TIDE_MPI_CHECK(MPI_Iallgather(c.reads[0]->data(), static_cast<int>(n), mpi_type(dt),
+                                                  c.writes[0]->data(), static_cast<int>(n), mpi_type(dt),
+                                                  impl->comm, &req));
+                    impl->wait(req, *what);
+                  });
+  return out;
+}
+
+Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
+  Engine& e = engine_of(t, "reduce_scatter");
+  check_reduce("reduce_scatter", t, op);
+  if (t.ndim() == 0 || t.shape()[0] % impl_->size != 0)
+    throw ShapeError("reduce_scatter: the first axis of " + t.shape().str() + " must split evenly over " +
+                     std::to_string(impl_->size) + " ranks");
+  Shape shape;
+  shape.push_back(t.shape()[0] / impl_->size);
+  for (int i = 1; i < t.ndim(); ++i) shape.push_back(t.shape()[i]);
+  const std::uint64_t seq = impl_->next_seq++;
+  const std::string what = describe("reduce_scatter", seq, t, reduce_op_name(op), impl_->size);
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  auto impl = impl_;
+  const std::int64_t block = shape.numel();
+  const DType dt = t.dtype();
+  push_collective(e, "reduce_scatter", {t.storage()}, {out.storage()}, loc,
+                  [impl, what = std::make_shared<const std::string>(what), block, dt, op](const OpContext& c) {
+                    impl->check_usable();
+                    void* out_data = c.writes[0]->data();
+                    if (!impl->mpi || impl->size == 1) {
+                      std::memcpy(out_data, c.reads[0]->data(), static_cast<std::size_t>(block) * dtype_size(dt));
+                      return;
+                    }
+                    MPI_Request req;
+                    TIDE_MPI_CHECK(MPI_Ireduce_scatter_block(c.reads[0]->data(), out_data, static_cast<int>(block),
+                                                             mpi_type(dt), mpi_op(op), impl->comm, &req));
+                    impl->wait(req, *what);
+                    if (op == ReduceOp::avg) divide(out_data, block, dt, impl->size);
+                  });
+  return out;
+}
+
+void Communicator::barrier(Loc loc) {
+  Engine& e = current_engine();
+  const std::uint64_t seq = impl_->next_seq++;
+  const std::string what = "barrier #" + std::to_string(seq) + " (" + std::to_string(impl_->size) + " ranks)";
+  auto token = e.allocate(cpu(0), 1);
+  auto impl = impl_;
+  push_collective(e, "barrier", {}, {token}, loc,
+                  [impl, what = std::make_shared<const std::string>(what)](const OpContext&) {
+                    impl->check_usable();
+                    if (!impl->mpi || impl->size == 1) return;
+                    MPI_Request req;
+                    TIDE_MPI_CHECK(MPI_Ibarrier(impl->comm, &req));
+                    impl->wait(req, *what);
+                  });
+  e.wait_for(*token, "barrier", loc);
+}
+
+}  // namespace tide

@@ -1,0 +1,30 @@
+// One check macro for MPI calls: the expression, file:line, MPI's error text
+// and the rank, as a tide::CommError.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include <tide/comm/communicator.h>
+
+namespace tide::detail {
+
+[[noreturn]] inline void mpi_fail(int code, const char* expr, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  int rank = -1, initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw CommError(std::string(expr) + " failed at " + file + ":" + std::to_string(line) + " on rank " +
+                  std::to_string(rank) + ": " + text);
+}
+
+}  // namespace tide::detail
+
+#define TIDE_MPI_CHECK(expr)                                                    \
+  do {                                                                          \
+    int tide_mpi_rc_ = (expr);                                                  \
+    if (tide_mpi_rc_ != MPI_SUCCESS) ::tide::detail::mpi_fail(tide_mpi_rc_, #expr, __FILE__, __LINE__); \
+  } while (0)
