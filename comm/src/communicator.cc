@@ -236,6 +236,16 @@ void push_collective(Engine& e, const char* name, StorageList reads, StorageList
   e.push(std::move(op));
 }
 
+/// A copy of `t` made on the comm stream, for the out-of-place collectives.
+Tensor copy_on_comm_stream(const Tensor& t, const char* name, Loc loc) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  const std::size_t nbytes = t.nbytes();
+  push_collective(t.engine(), name, {t.storage()}, {out.storage()}, loc, [nbytes](const OpContext& c) {
+    std::memcpy(c.writes[0]->data(), c.reads[0]->data(), nbytes);
+  });
+  return out;
+}
+
 }  // namespace
 
 void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
@@ -266,17 +276,7 @@ void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
 Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
   engine_of(t, "all_reduce");
   check_reduce("all_reduce", t, op);
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  const std::size_t nbytes = t.nbytes();
-  OpDesc copy;
-  copy.name = "all_reduce_copy";
-  copy.device = cpu(0);
-  copy.stream = static_cast<int>(StreamKind::comm);
-  copy.reads.add(t.storage());
-  copy.writes.add(out.storage());
-  copy.loc = loc;
-  copy.fn = [nbytes](const OpContext& c) { std::memcpy(c.writes[0]->data(), c.reads[0]->data(), nbytes); };
-  t.engine().push(std::move(copy));
+  Tensor out = copy_on_comm_stream(t, "all_reduce_copy", loc);
   all_reduce_(out, op, loc);
   return out;
 }
@@ -306,17 +306,7 @@ void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
 
 Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
   engine_of(t, "broadcast");
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  const std::size_t nbytes = t.nbytes();
-  OpDesc copy;
-  copy.name = "broadcast_copy";
-  copy.device = cpu(0);
-  copy.stream = static_cast<int>(StreamKind::comm);
-  copy.reads.add(t.storage());
-  copy.writes.add(out.storage());
-  copy.loc = loc;
-  copy.fn = [nbytes](const OpContext& c) { std::memcpy(c.writes[0]->data(), c.reads[0]->data(), nbytes); };
-  t.engine().push(std::move(copy));
+  Tensor out = copy_on_comm_stream(t, "broadcast_copy", loc);
   broadcast_(out, root, loc);
   return out;
 }
