@@ -67,6 +67,9 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
 Engine::Engine(const EngineOptions& options)
     : policy_(options.policy), counters_(std::make_unique<Counters>()), id_(g_next_engine_id++) {
   for (int i = 0; i < options.cpu_devices; ++i) devices_.push_back(cpu(i));
+  const std::size_t nstreams = devices_.size() * kStreamKinds;
+  for (std::size_t i = 0; i < nstreams; ++i)
+    counters_->streams.push_back(std::make_unique<StreamCounters>());
 }
 
 Engine::~Engine() {
@@ -159,12 +162,25 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
                   writes,
                   op.reads.size(),
                   op.writes.size()};
+    StreamCounters& sc = *counters_->streams[static_cast<std::size_t>(stream_index)];
+    const std::int64_t t0 = now_ns();
     try {
       op.fn(ctx);
     } catch (const std::exception& e) {
       poison = make_prov(e.what());
     } catch (...) {
       poison = make_prov("unknown exception");
+    }
+    const std::int64_t t1 = now_ns();
+    Counters::bump(sc.ops);
+    sc.busy_ns.store(sc.busy_ns.load(std::memory_order_relaxed) + (t1 - t0),
+                     std::memory_order_relaxed);
+    if (tracing_.load(std::memory_order_relaxed)) {
+      std::lock_guard<std::mutex> lock(sc.trace_mutex);
+      if (sc.trace.size() < StreamCounters::kMaxTrace)
+        sc.trace.push_back({op.name, stream_index, step, push_index, t0, t1});
+      else
+        Counters::bump(sc.trace_dropped);
     }
     if (poison) {
       counters_->failed.fetch_add(1, std::memory_order_relaxed);
@@ -282,6 +298,14 @@ Stats Engine::stats() const {
   // Peaks are sampled; the present is exact, and a peak is never below it.
   s.peak_queued_ops = std::max(ld(c.peak_queued_ops), s.queued_ops);
   s.peak_queued_bytes = std::max(ld(c.peak_queued_bytes), s.queued_bytes);
+  for (std::size_t i = 0; i < c.streams.size(); ++i) {
+    const StreamCounters& sc = *c.streams[i];
+    const std::uint64_t n = ld(sc.ops);
+    if (!n) continue;
+    const std::int64_t busy = ld(sc.busy_ns);
+    s.streams.push_back({stream_name(static_cast<int>(i)), n, busy});
+    s.backend_busy_ns += busy;
+  }
   s.steps_begun = ld(c.steps_begun);
   s.peak_inflight_steps = ld(c.peak_inflight_steps);
   std::lock_guard<std::mutex> lock(counters_->mutex);
@@ -300,6 +324,12 @@ void Engine::reset_stats() {
                   &c.peak_inflight_steps})
     a->store(0, std::memory_order_relaxed);
   c.stalled_ns.store(0, std::memory_order_relaxed);
+  // Workers own these counters; a reset races only with ops still running,
+  // which the caller should have waited for.
+  for (auto& sc : c.streams) {
+    sc->ops.store(0, std::memory_order_relaxed);
+    sc->busy_ns.store(0, std::memory_order_relaxed);
+  }
   Stats now;
   backend_stats(now);
   c.peak_queued_ops.store(now.queued_ops, std::memory_order_relaxed);
@@ -308,6 +338,30 @@ void Engine::reset_stats() {
   c.sites.clear();
   c.blockers = 0;
   c.blocked_ns = 0;
+}
+
+void Engine::set_tracing(bool on) {
+  check_frontend_thread();
+  tracing_.store(on, std::memory_order_relaxed);
+}
+
+std::vector<TraceEvent> Engine::take_trace() {
+  check_frontend_thread();
+  std::vector<TraceEvent> all;
+  for (auto& sc : counters_->streams) {
+    std::lock_guard<std::mutex> lock(sc->trace_mutex);
+    all.insert(all.end(), sc->trace.begin(), sc->trace.end());
+    sc->trace.clear();
+  }
+  std::sort(all.begin(), all.end(),
+            [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
+  return all;
+}
+
+std::uint64_t Engine::trace_dropped() const {
+  std::uint64_t n = 0;
+  for (const auto& sc : counters_->streams) n += sc->trace_dropped.load(std::memory_order_relaxed);
+  return n;
 }
 
 std::string Stats::str() const {
@@ -319,6 +373,8 @@ std::string Stats::str() const {
      << stalls_bytes << ")\n"
      << "peak queued: " << peak_queued_ops << " ops, " << peak_queued_bytes << " bytes; steps "
      << steps_begun << " (peak in flight " << peak_inflight_steps << ")\n";
+  for (const auto& st : streams)
+    os << "  stream " << st.name << ": " << st.ops << " ops, busy " << st.busy_ns / 1000 << " us\n";
   for (const auto& b : blocker_sites)
     os << "  " << b.kind << " x" << b.count << " (" << b.blocked_ns / 1000 << " us) at "
        << b.call_site << "\n";

@@ -20,6 +20,17 @@ inline std::int64_t now_ns() {
       .count();
 }
 
+/// What one stream's worker has run: one writer (that worker, or the
+/// frontend for the naive engine), read by stats() and take_trace().
+struct StreamCounters {
+  static constexpr std::size_t kMaxTrace = std::size_t{1} << 20;
+  alignas(64) std::atomic<std::uint64_t> ops{0};
+  std::atomic<std::int64_t> busy_ns{0};
+  std::atomic<std::uint64_t> trace_dropped{0};
+  std::mutex trace_mutex;  // taken only while tracing
+  std::vector<TraceEvent> trace;
+};
+
 /// Counters written by workers and the frontend, read by stats().
 /// The frontend's counters have one writer (the frontend) and sit apart from
 /// the workers' ones, so the hot path shares no written cache line.
@@ -55,6 +66,9 @@ struct Engine::Counters {
     std::uint64_t push_index = 0;
   };
   std::vector<RecordedError> errors;  // not yet reported at a barrier
+
+  /// One per stream index (devices x stream kinds), fixed at construction.
+  std::vector<std::unique_ptr<StreamCounters>> streams;
 
   /// Frontend only (one writer).
   static void note_peak(std::atomic<std::uint64_t>& peak, std::uint64_t v) {

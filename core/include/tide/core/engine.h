@@ -70,6 +70,16 @@ struct OpDesc {
   std::source_location loc = std::source_location::current();
 };
 
+/// One op's run on the backend, as the engine's timeline records it.
+struct TraceEvent {
+  const char* op = "";  // the op's name (OpDesc::name)
+  int stream = 0;       // stream index: Engine::stream_name(stream) reads "cpu:0/comm"
+  std::uint64_t step = 0;
+  std::uint64_t push_index = 0;  // the op's place in push order
+  std::int64_t start_ns = 0;     // steady_clock, around the kernel only
+  std::int64_t end_ns = 0;
+};
+
 enum class EngineKind { async, naive };
 const char* engine_kind_name(EngineKind k);
 
@@ -154,6 +164,18 @@ class Engine {
   Stats stats() const;
   void reset_stats();
 
+  /// The timeline: while tracing is on, every op run records a TraceEvent
+  /// (a lock per op, uncontended; off by default). take_trace() returns the
+  /// events of the ops completed so far, sorted by start, and clears them;
+  /// call wait_all() first for a complete picture. At most 1M events per
+  /// stream are kept; trace_dropped() counts the rest.
+  void set_tracing(bool on);
+  bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
+  std::vector<TraceEvent> take_trace();
+  std::uint64_t trace_dropped() const;
+  /// "cpu:0/compute" for a stream index of this engine.
+  std::string stream_name(int stream_index) const;
+
   /// Skips every op not yet started (their outputs are poisoned with a
   /// cancellation error) and waits for the ones running. The engine stays
   /// usable. Errors recorded so far are dropped.
@@ -188,7 +210,6 @@ class Engine {
   void rethrow_poison(const Storage& s);
   void rethrow_first_unreported();
   void drop_errors();
-  std::string stream_name(int stream_index) const;
   std::uint64_t current_step() const { return step_index_; }
   void check_frontend_thread();
 
@@ -196,6 +217,7 @@ class Engine {
   SyncPolicy policy_;
   std::unique_ptr<Counters> counters_;
   std::atomic<bool> cancelling_{false};
+  std::atomic<bool> tracing_{false};
 
  private:
   std::uint64_t id_;

@@ -15,6 +15,13 @@ struct BlockerSite {
   std::int64_t blocked_ns = 0;
 };
 
+/// Work one stream's backend worker has done.
+struct StreamStat {
+  std::string name;  // "cpu:0/compute"
+  std::uint64_t ops = 0;
+  std::int64_t busy_ns = 0;  // time spent running ops (waits for other streams excluded)
+};
+
 struct Stats {
   std::uint64_t ops_pushed = 0;
   std::uint64_t ops_completed = 0;
@@ -34,6 +41,9 @@ struct Stats {
   std::uint64_t queued_bytes = 0;  // now
   std::uint64_t peak_queued_ops = 0;
   std::uint64_t peak_queued_bytes = 0;
+
+  std::int64_t backend_busy_ns = 0;  // summed over streams
+  std::vector<StreamStat> streams;   // the streams that ran at least one op
 
   std::uint64_t steps_begun = 0;
   std::uint64_t peak_inflight_steps = 0;
