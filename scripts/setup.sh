@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Installs what tide needs from Debian's packages. Idempotent and quiet when
 # everything is already there. Needs root (or sudo) only when it installs.
+# --bench also installs gnuplot, which the benchmark scripts plot with.
 set -euo pipefail
 
-packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin)
+packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(gnuplot-nox) ;;
+    *) echo "tide setup: unknown argument '$arg' (expected --bench)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
