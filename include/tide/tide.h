@@ -12,6 +12,7 @@
 #include <tide/ops/creation.h>
 #include <tide/ops/elementwise.h>
 #include <tide/ops/linalg.h>
+#include <tide/ops/nn.h>
 #include <tide/ops/reduction.h>
 #include <tide/comm/communicator.h>
 #include <tide/launch/runtime.h>

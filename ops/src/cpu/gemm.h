@@ -1,0 +1,82 @@
+// CPU matrix products, row-major: c[m, n] = op(a)[m, k] op(b)[k, n], where
+// op(x) is x or its transpose. f32 and f64 go to CBLAS (cblas_?gemm); i32
+// runs a plain loop that wraps around on overflow like the other i32 ops.
+// Shared by matmul (linalg.cc) and the linear layer (nn.cc).
+#pragma once
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include <tide/core/error.h>
+
+#include "elementwise_kernels.h"
+
+namespace tide::cpu_kernels {
+
+/// op(a) is [m, k], op(b) is [k, n]. A transposed a is stored [k, m], a
+/// transposed b [n, k].
+struct GemmDims {
+  int m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+};
+
+/// BLAS takes int dimensions: a frontend check that every extent fits, so
+/// the narrowing below is exact. Throws ShapeError naming `op`.
+inline GemmDims gemm_dims(const char* op, std::int64_t m, std::int64_t n, std::int64_t k,
+                          bool trans_a, bool trans_b) {
+  constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
+  for (std::int64_t dim : {m, n, k})
+    if (dim > kMaxDim)
+      throw ShapeError(std::string(op) + ": dimension " + std::to_string(dim) +
+                       " is larger than " + std::to_string(kMaxDim) + ", the most BLAS takes");
+  return {static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), trans_a, trans_b};
+}
+
+inline void gemm_i32(const std::int32_t* a, const std::int32_t* b, std::int32_t* c, GemmDims d) {
+  const std::size_t row_bytes = static_cast<std::size_t>(d.n) * sizeof(std::int32_t);
+  for (std::int64_t i = 0; i < d.m; ++i) {
+    std::int32_t* crow = c + i * d.n;
+    if (row_bytes) std::memset(crow, 0, row_bytes);
+    // i-k-j order: without trans_b the inner loop runs along contiguous rows
+    // of b and c.
+    for (std::int64_t p = 0; p < d.k; ++p) {
+      const std::uint32_t aip = bits(d.trans_a ? a[p * d.m + i] : a[i * d.k + p]);
+      if (d.trans_b) {
+        for (std::int64_t j = 0; j < d.n; ++j) crow[j] = wrap(bits(crow[j]) + aip * bits(b[j * d.k + p]));
+      } else {
+        const std::int32_t* brow = b + p * d.n;
+        for (std::int64_t j = 0; j < d.n; ++j) crow[j] = wrap(bits(crow[j]) + aip * bits(brow[j]));
+      }
+    }
+  }
+}
+
+/// c = op(a) op(b); c must not overlap a or b.
+template <typename T>
+void gemm(const T* a, const T* b, T* c, GemmDims d) {
+  if (d.m == 0 || d.n == 0) return;
+  if constexpr (std::is_same_v<T, std::int32_t>) {
+    gemm_i32(a, b, c, d);
+  } else if (d.k == 0) {
+    // An empty sum; BLAS would also refuse a leading dimension of 0.
+    std::fill(c, c + static_cast<std::int64_t>(d.m) * d.n, T(0));
+  } else {
+    const CBLAS_TRANSPOSE ta = d.trans_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE tb = d.trans_b ? CblasTrans : CblasNoTrans;
+    // Leading dimensions are the stored row lengths.
+    const int lda = d.trans_a ? d.m : d.k;
+    const int ldb = d.trans_b ? d.k : d.n;
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, d.m, d.n, d.k, 1.0f, a, lda, b, ldb, 0.0f, c, d.n);
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, d.m, d.n, d.k, 1.0, a, lda, b, ldb, 0.0, c, d.n);
+  }
+}
+
+}  // namespace tide::cpu_kernels

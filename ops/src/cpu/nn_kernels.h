@@ -1,0 +1,163 @@
+// CPU kernels for the nn ops (ops/src/nn.cc): plain loops over contiguous
+// row-major arrays. Sums and the softmax run in double in index order and
+// round to T once per stored value, so results do not depend on threads or
+// vector widths.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <tide/core/error.h>
+#include <tide/ops/nn.h>
+
+#include "gemm.h"
+
+namespace tide::cpu_kernels {
+
+/// y [m, n] = x [m, k] w^T + b, where w is [n, k]; d.trans_b is set.
+template <typename T>
+void linear_forward(const T* x, const T* w, const T* b, T* y, GemmDims d) {
+  gemm(x, w, y, d);
+  for (std::int64_t i = 0; i < d.m; ++i) {
+    T* row = y + i * d.n;
+    for (std::int64_t j = 0; j < d.n; ++j) row[j] += b[j];
+  }
+}
+
+/// out[j] = sum over r of in[r, j], for in [rows, cols].
+template <typename T>
+void column_sums(const T* in, T* out, std::int64_t rows, std::int64_t cols) {
+  // One running total per column, so `in` is read in memory order.
+  std::vector<double> acc(static_cast<std::size_t>(cols), 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* row = in + r * cols;
+    for (std::int64_t j = 0; j < cols; ++j) acc[static_cast<std::size_t>(j)] += row[j];
+  }
+  for (std::int64_t j = 0; j < cols; ++j) out[j] = static_cast<T>(acc[static_cast<std::size_t>(j)]);
+}
+
+template <typename T>
+void relu_backward(const T* dy, const T* x, T* dx, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(0);
+}
+
+/// 1 where equal, else 0.
+struct Eq {
+  template <typename T>
+  T operator()(T x, T y) const { return x == y ? T(1) : T(0); }
+};
+
+/// Throws (failing the op) when labels[r] is outside [0, classes).
+inline void check_label(const char* op, std::int64_t row, std::int32_t label, std::int64_t classes) {
+  if (label < 0 || label >= classes)
+    throw ValueError(std::string(op) + ": label " + std::to_string(label) + " in row " +
+                     std::to_string(row) + " is outside [0, " + std::to_string(classes) +
+                     ") for " + std::to_string(classes) + " classes");
+}
+
+/// probs = softmax of each row of logits [rows, classes]; *loss = the mean
+/// over rows of -log probs[r, labels[r]] = (max_r - x[r, label]) + log sum_j
+/// exp(x[r, j] - max_r). Subtracting the row's max keeps every exp in (0, 1]
+/// with at least one term equal to 1, so nothing overflows and the log's
+/// argument is at least 1. rows >= 1, classes >= 1.
+template <typename T>
+void softmax_cross_entropy(const T* logits, const std::int32_t* labels, T* loss, T* probs,
+                           std::int64_t rows, std::int64_t classes) {
+  std::vector<double> e(static_cast<std::size_t>(classes));
+  double total = 0.0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int32_t label = labels[r];
+    check_label("softmax_cross_entropy", r, label, classes);
+    const T* x = logits + r * classes;
+    double row_max = x[0];
+    for (std::int64_t j = 1; j < classes; ++j) row_max = std::max(row_max, static_cast<double>(x[j]));
+    double s = 0.0;
+    for (std::int64_t j = 0; j < classes; ++j) {
+      e[static_cast<std::size_t>(j)] = std::exp(static_cast<double>(x[j]) - row_max);
+      s += e[static_cast<std::size_t>(j)];
+    }
+    T* p = probs + r * classes;
+    for (std::int64_t j = 0; j < classes; ++j) p[j] = static_cast<T>(e[static_cast<std::size_t>(j)] / s);
+    total += (row_max - static_cast<double>(x[label])) + std::log(s);
+  }
+  *loss = static_cast<T>(total / static_cast<double>(rows));
+}
+
+/// dlogits = (probs - onehot(labels)) / rows.
+template <typename T>
+void softmax_cross_entropy_backward(const T* probs, const std::int32_t* labels, T* dlogits,
+                                    std::int64_t rows, std::int64_t classes) {
+  const double n = static_cast<double>(rows);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int32_t label = labels[r];
+    check_label("softmax_cross_entropy_backward", r, label, classes);
+    const T* p = probs + r * classes;
+    T* d = dlogits + r * classes;
+    for (std::int64_t j = 0; j < classes; ++j)
+      d[j] = static_cast<T>((static_cast<double>(p[j]) - (j == label ? 1.0 : 0.0)) / n);
+  }
+}
+
+/// out[o, j] = the first k maximising in[o, k, j] (a NaN beats any number,
+/// and the first NaN wins). len >= 1.
+template <typename T>
+void argmax(const T* in, std::int32_t* out, std::int64_t outer, std::int64_t len, std::int64_t inner) {
+  for (std::int64_t o = 0; o < outer; ++o) {
+    const T* block = in + o * len * inner;
+    for (std::int64_t j = 0; j < inner; ++j) {
+      T best = block[j];
+      std::int64_t best_k = 0;
+      for (std::int64_t k = 1; k < len; ++k) {
+        const T v = block[k * inner + j];
+        bool better = v > best;
+        if constexpr (std::is_floating_point_v<T>) better = !std::isnan(best) && (better || std::isnan(v));
+        if (better) {
+          best = v;
+          best_k = k;
+        }
+      }
+      out[o * inner + j] = static_cast<std::int32_t>(best_k);
+    }
+  }
+}
+
+/// Velocities are stored in T and the parameter moves by the stored value,
+/// as PyTorch's momentum buffer does; the arithmetic runs in double.
+template <typename T>
+void sgd_step(T* param, const T* grad, T* velocity, std::int64_t n, SgdOptions o) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double p = param[i];
+    const double g = grad[i] + o.weight_decay * p;
+    const T v = static_cast<T>(o.momentum * velocity[i] + g);
+    velocity[i] = v;
+    param[i] = static_cast<T>(p - o.lr * v);
+  }
+}
+
+/// Adam's per-step constants, computed once on the frontend.
+struct AdamCoefficients {
+  AdamOptions o;
+  double step_size = 0;              // lr / (1 - beta1^step)
+  double bias_correction2_sqrt = 0;  // sqrt(1 - beta2^step)
+};
+
+template <typename T>
+void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t n, AdamCoefficients c) {
+  const AdamOptions& o = c.o;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double p = param[i];
+    const double g = grad[i] + o.weight_decay * p;
+    const T mi = static_cast<T>(o.beta1 * m[i] + (1.0 - o.beta1) * g);
+    const T vi = static_cast<T>(o.beta2 * v[i] + (1.0 - o.beta2) * g * g);
+    m[i] = mi;
+    v[i] = vi;
+    const double denom = std::sqrt(static_cast<double>(vi)) / c.bias_correction2_sqrt + o.eps;
+    param[i] = static_cast<T>(p - c.step_size * (mi / denom));
+  }
+}
+
+}  // namespace tide::cpu_kernels

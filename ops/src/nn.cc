@@ -1,0 +1,404 @@
+// nn ops: the frontend checks and one push per op; the kernels are in
+// ops/src/cpu/nn_kernels.h (and the gemm in ops/src/cpu/gemm.h).
+#include <tide/ops/nn.h>
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "cpu/elementwise_kernels.h"
+#include "cpu/gemm.h"
+#include "cpu/nn_kernels.h"
+#include "op_util.h"
+
+namespace tide {
+
+namespace {
+
+using namespace detail;
+
+/// A tensor argument and the name that messages give it.
+struct Arg {
+  const Tensor& t;
+  const char* role;
+};
+
+std::string quoted(const char* role) { return std::string("'") + role + "'"; }
+
+/// The engine of `args`: each defined and of the current engine, all on the
+/// first one's device.
+Engine& engine_for_args(const char* op, std::initializer_list<Arg> args) {
+  Engine* e = nullptr;
+  for (const Arg& a : args) {
+    Engine& ea = engine_of(op, a.t, a.role);
+    if (!e) e = &ea;
+  }
+  const Arg& first = *args.begin();
+  for (const Arg& a : args)
+    if (a.t.device() != first.t.device())
+      throw DeviceError(op_prefix(op) + quoted(a.role) + " is on " + a.t.device().str() + " but " +
+                        quoted(first.role) + " is on " + first.t.device().str() +
+                        "; move one first with copy_to(t, " + first.t.device().str() + ")");
+  return *e;
+}
+
+void check_ndim(const char* op, const Arg& a, int ndim, const char* layout) {
+  if (a.t.ndim() != ndim)
+    throw ShapeError(op_prefix(op) + quoted(a.role) + " must be " + std::to_string(ndim) + "-D " +
+                     layout + ", got shape " + a.t.shape().str());
+}
+
+void check_floating_arg(const char* op, const Arg& a) {
+  if (!is_floating(a.t.dtype()))
+    throw DTypeError(op_prefix(op) + quoted(a.role) + " needs a floating dtype (f32 or f64), got " +
+                     dtype_name(a.t.dtype()));
+}
+
+/// Both floating and of one dtype.
+void check_floating_pair(const char* op, const Arg& a, const Arg& b) {
+  check_floating_arg(op, a);
+  if (a.t.dtype() != b.t.dtype())
+    throw DTypeError(op_prefix(op) + "dtypes differ (" + quoted(a.role) + " is " +
+                     dtype_name(a.t.dtype()) + ", " + quoted(b.role) + " is " +
+                     dtype_name(b.t.dtype()) + "); tide does not promote types");
+}
+
+/// Extent `dim_a` of a must equal extent `dim_b` of b (`what` names it).
+void check_extent(const char* op, const Arg& a, int dim_a, const Arg& b, int dim_b, const char* what) {
+  if (a.t.shape()[dim_a] != b.t.shape()[dim_b])
+    throw ShapeError(op_prefix(op) + quoted(a.role) + " " + a.t.shape().str() + " and " +
+                     quoted(b.role) + " " + b.t.shape().str() + " disagree on " + what + " (" +
+                     std::to_string(a.t.shape()[dim_a]) + " vs " +
+                     std::to_string(b.t.shape()[dim_b]) + ")");
+}
+
+/// logits or probs [N, C] (floating, N >= 1, C >= 1) and labels i32 [N].
+void check_classification(const char* op, const Arg& scores, const Tensor& labels) {
+  const Arg lab{labels, "labels"};
+  check_ndim(op, scores, 2, "[N, C]");
+  check_floating_arg(op, scores);
+  if (scores.t.shape()[0] == 0 || scores.t.shape()[1] == 0)
+    throw ShapeError(op_prefix(op) + "needs at least one row and one class, got " +
+                     quoted(scores.role) + " of shape " + scores.t.shape().str());
+  if (labels.dtype() != DType::i32)
+    throw DTypeError(op_prefix(op) + "labels must be i32 class indices, got " +
+                     dtype_name(labels.dtype()));
+  check_ndim(op, lab, 1, "[N]");
+  check_extent(op, scores, 0, lab, 0, "N, the number of rows");
+}
+
+/// `axis` in [-ndim, ndim), returned in [0, ndim).
+int normalize_axis(const char* op, const Tensor& a, int axis) {
+  const int nd = a.ndim();
+  if (axis < -nd || axis >= nd)
+    throw ShapeError(op_prefix(op) + "axis " + std::to_string(axis) + " is out of range for shape " +
+                     a.shape().str() + " (valid: " + std::to_string(-nd) + " to " +
+                     std::to_string(nd - 1) + ")");
+  return axis < 0 ? axis + nd : axis;
+}
+
+/// A double as a person writes it (1e-08, 0.9), for messages.
+std::string num(double x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
+}
+
+/// What an optimizer option may be; every option must also be finite.
+enum class Range { non_negative, positive, unit_interval /* [0, 1) */ };
+
+void check_option(const char* op, const char* name, double x, Range r) {
+  const bool in_range = r == Range::positive ? x > 0.0
+                        : r == Range::non_negative ? x >= 0.0
+                                                   : x >= 0.0 && x < 1.0;
+  if (!std::isfinite(x) || !in_range) {
+    const char* want = r == Range::positive       ? "finite and > 0"
+                       : r == Range::non_negative ? "finite and >= 0"
+                                                  : "in [0, 1)";
+    throw ValueError(op_prefix(op) + "option " + name + " must be " + want + ", got " + num(x));
+  }
+}
+
+/// An optimizer tensor: floating, of param's shape and dtype.
+void check_like_param(const char* op, const Arg& param, const Arg& a) {
+  check_floating_pair(op, param, a);
+  if (a.t.shape() != param.t.shape())
+    throw ShapeError(op_prefix(op) + quoted(a.role) + " must have param's shape " +
+                     param.t.shape().str() + ", got " + a.t.shape().str());
+}
+
+/// grad and the states like param, and no state sharing a storage with
+/// param, grad or another state (grad may alias param: each element is read
+/// before it is written).
+void check_optimizer_tensors(const char* op, const Arg& param, const Arg& grad,
+                             std::initializer_list<Arg> states) {
+  check_floating_arg(op, param);
+  check_like_param(op, param, grad);
+  for (const Arg& s : states) check_like_param(op, param, s);
+  for (const Arg* s = states.begin(); s != states.end(); ++s) {
+    for (const Arg* other : {&param, &grad})
+      if (s->t.is_same(other->t))
+        throw ValueError(op_prefix(op) + quoted(s->role) + " shares its storage with " +
+                         quoted(other->role) + "; optimizer state needs tensors of its own");
+    for (const Arg* t = s + 1; t != states.end(); ++t)
+      if (s->t.is_same(t->t))
+        throw ValueError(op_prefix(op) + quoted(s->role) + " and " + quoted(t->role) +
+                         " share one storage; optimizer state needs tensors of its own");
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Fully connected layer.
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Loc loc) {
+  const char* name = "linear";
+  const Arg ax{x, "x"}, aw{w, "w"}, ab{b, "b"};
+  Engine& e = engine_for_args(name, {ax, aw, ab});
+  check_ndim(name, ax, 2, "[N, in]");
+  check_ndim(name, aw, 2, "[out, in]");
+  check_ndim(name, ab, 1, "[out]");
+  check_extent(name, ax, 1, aw, 1, "in");
+  check_extent(name, aw, 0, ab, 0, "out");
+  check_floating_pair(name, ax, aw);
+  check_floating_pair(name, ax, ab);
+  const std::int64_t n = x.shape()[0], out = w.shape()[0], in = x.shape()[1];
+  const cpu_kernels::GemmDims d = cpu_kernels::gemm_dims(name, n, out, in, false, true);
+  return dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, Shape{n, out}, x.dtype(), x.device(), {x.storage(), w.storage(), b.storage()},
+        [d](const OpContext& ctx) {
+          cpu_kernels::linear_forward(ctx.in<T>(0), ctx.in<T>(1), ctx.in<T>(2), ctx.out<T>(0), d);
+        },
+        loc);
+  });
+}
+
+Tensor linear_backward_weight(const Tensor& dy, const Tensor& x, Loc loc) {
+  const char* name = "linear_backward_weight";
+  const Arg ady{dy, "dy"}, ax{x, "x"};
+  Engine& e = engine_for_args(name, {ady, ax});
+  check_ndim(name, ady, 2, "[N, out]");
+  check_ndim(name, ax, 2, "[N, in]");
+  check_extent(name, ady, 0, ax, 0, "N");
+  check_floating_pair(name, ady, ax);
+  const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = x.shape()[1];
+  // dw [out, in] = dy^T [out, N] x [N, in].
+  const cpu_kernels::GemmDims d = cpu_kernels::gemm_dims(name, out, in, n, true, false);
+  return dispatch_dtype(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, Shape{out, in}, dy.dtype(), dy.device(), {dy.storage(), x.storage()},
+        [d](const OpContext& ctx) { cpu_kernels::gemm(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), d); },
+        loc);
+  });
+}
+
+Tensor linear_backward_bias(const Tensor& dy, Loc loc) {
+  const char* name = "linear_backward_bias";
+  const Arg ady{dy, "dy"};
+  Engine& e = engine_for_args(name, {ady});
+  check_ndim(name, ady, 2, "[N, out]");
+  check_floating_arg(name, ady);
+  const std::int64_t rows = dy.shape()[0], cols = dy.shape()[1];
+  return dispatch_dtype(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, Shape{cols}, dy.dtype(), dy.device(), {dy.storage()},
+        [rows, cols](const OpContext& ctx) {
+          cpu_kernels::column_sums(ctx.in<T>(0), ctx.out<T>(0), rows, cols);
+        },
+        loc);
+  });
+}
+
+Tensor linear_backward_input(const Tensor& dy, const Tensor& w, Loc loc) {
+  const char* name = "linear_backward_input";
+  const Arg ady{dy, "dy"}, aw{w, "w"};
+  Engine& e = engine_for_args(name, {ady, aw});
+  check_ndim(name, ady, 2, "[N, out]");
+  check_ndim(name, aw, 2, "[out, in]");
+  check_extent(name, ady, 1, aw, 0, "out");
+  check_floating_pair(name, ady, aw);
+  const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = w.shape()[1];
+  // dx [N, in] = dy [N, out] w [out, in].
+  const cpu_kernels::GemmDims d = cpu_kernels::gemm_dims(name, n, in, out, false, false);
+  return dispatch_dtype(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, Shape{n, in}, dy.dtype(), dy.device(), {dy.storage(), w.storage()},
+        [d](const OpContext& ctx) { cpu_kernels::gemm(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), d); },
+        loc);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Activations and loss.
+
+Tensor relu_backward(const Tensor& dy, const Tensor& x, Loc loc) {
+  const char* name = "relu_backward";
+  Engine& e = engine_for_args(name, {{dy, "dy"}, {x, "x"}});
+  check_same_shape(name, dy, x);
+  check_same_dtype(name, dy, x);
+  const std::int64_t n = dy.numel();
+  return dispatch_dtype(dy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, dy.shape(), dy.dtype(), dy.device(), {dy.storage(), x.storage()},
+        [n](const OpContext& ctx) {
+          cpu_kernels::relu_backward(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), n);
+        },
+        loc);
+  });
+}
+
+SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Loc loc) {
+  const char* name = "softmax_cross_entropy";
+  const Arg al{logits, "logits"};
+  Engine& e = engine_for_args(name, {al, {labels, "labels"}});
+  check_classification(name, al, labels);
+  const std::int64_t rows = logits.shape()[0], classes = logits.shape()[1];
+  // Two outputs, so not push_new: both allocated here, written by one op.
+  SoftmaxCrossEntropy r{Tensor::empty(Shape{}, logits.dtype(), logits.device()),
+                        Tensor::empty(logits.shape(), logits.dtype(), logits.device())};
+  dispatch_dtype(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    push_into(
+        e, name, logits.device(), {logits.storage(), labels.storage()},
+        {r.loss.storage(), r.probs.storage()},
+        [rows, classes](const OpContext& ctx) {
+          cpu_kernels::softmax_cross_entropy(ctx.in<T>(0), ctx.in<std::int32_t>(1), ctx.out<T>(0),
+                                             ctx.out<T>(1), rows, classes);
+        },
+        loc);
+  });
+  return r;
+}
+
+Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, Loc loc) {
+  const char* name = "softmax_cross_entropy_backward";
+  const Arg ap{probs, "probs"};
+  Engine& e = engine_for_args(name, {ap, {labels, "labels"}});
+  check_classification(name, ap, labels);
+  const std::int64_t rows = probs.shape()[0], classes = probs.shape()[1];
+  return dispatch_dtype(probs.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, probs.shape(), probs.dtype(), probs.device(), {probs.storage(), labels.storage()},
+        [rows, classes](const OpContext& ctx) {
+          cpu_kernels::softmax_cross_entropy_backward(ctx.in<T>(0), ctx.in<std::int32_t>(1),
+                                                      ctx.out<T>(0), rows, classes);
+        },
+        loc);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Metrics.
+
+Tensor argmax(const Tensor& a, int axis, Loc loc) {
+  const char* name = "argmax";
+  Engine& e = engine_for(name, a);
+  const int ax = normalize_axis(name, a, axis);
+  const Shape& s = a.shape();
+  std::int64_t outer = 1, inner = 1;
+  const std::int64_t len = s[ax];
+  for (int d = 0; d < ax; ++d) outer *= s[d];
+  for (int d = ax + 1; d < s.ndim(); ++d) inner *= s[d];
+  if (len == 0)
+    throw ValueError(op_prefix(name) + "axis " + std::to_string(axis) + " of shape " + s.str() +
+                     " has no elements to choose from");
+  if (len > std::numeric_limits<std::int32_t>::max())
+    throw ShapeError(op_prefix(name) + "axis " + std::to_string(axis) + " of shape " + s.str() +
+                     " is too long for i32 indices");
+  return dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, s.without(ax), DType::i32, a.device(), {a.storage()},
+        [outer, len, inner](const OpContext& ctx) {
+          cpu_kernels::argmax(ctx.in<T>(0), ctx.out<std::int32_t>(0), outer, len, inner);
+        },
+        loc);
+  });
+}
+
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc) {
+  const char* name = "eq";
+  Engine& e = engine_for(name, a, b);
+  check_same_dtype(name, a, b);
+  check_same_shape(name, a, b);
+  const std::int64_t n = a.numel();
+  return dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    return push_new(
+        e, name, a.shape(), a.dtype(), a.device(), {a.storage(), b.storage()},
+        [n](const OpContext& ctx) {
+          cpu_kernels::map2(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), n, cpu_kernels::Eq{});
+        },
+        loc);
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Optimizers. The updated tensors are listed as reads as well as writes: a
+// failed producer's poison then propagates into them instead of being
+// cleared by this op's successful write.
+
+void sgd_step_(Tensor& param, const Tensor& grad, Tensor& velocity, const SgdOptions& options,
+               Loc loc) {
+  const char* name = "sgd_step_";
+  const Arg ap{param, "param"}, ag{grad, "grad"}, av{velocity, "velocity"};
+  Engine& e = engine_for_args(name, {ap, ag, av});
+  check_optimizer_tensors(name, ap, ag, {av});
+  check_option(name, "lr", options.lr, Range::non_negative);
+  check_option(name, "momentum", options.momentum, Range::non_negative);
+  check_option(name, "weight_decay", options.weight_decay, Range::non_negative);
+  const std::int64_t n = param.numel();
+  const SgdOptions o = options;
+  dispatch_dtype(param.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    push_into(
+        e, name, param.device(), {param.storage(), grad.storage(), velocity.storage()},
+        {param.storage(), velocity.storage()},
+        [n, o](const OpContext& ctx) {
+          cpu_kernels::sgd_step(ctx.out<T>(0), ctx.in<T>(1), ctx.out<T>(1), n, o);
+        },
+        loc);
+  });
+}
+
+void adam_step_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, std::int64_t step,
+                const AdamOptions& options, Loc loc) {
+  const char* name = "adam_step_";
+  const Arg ap{param, "param"}, ag{grad, "grad"}, am{m, "m"}, av{v, "v"};
+  Engine& e = engine_for_args(name, {ap, ag, am, av});
+  check_optimizer_tensors(name, ap, ag, {am, av});
+  check_option(name, "lr", options.lr, Range::non_negative);
+  check_option(name, "beta1", options.beta1, Range::unit_interval);
+  check_option(name, "beta2", options.beta2, Range::unit_interval);
+  check_option(name, "eps", options.eps, Range::positive);
+  check_option(name, "weight_decay", options.weight_decay, Range::non_negative);
+  if (step < 1)
+    throw ValueError(op_prefix(name) + "step counts from 1, got " + std::to_string(step));
+  const std::int64_t n = param.numel();
+  // beta < 1 and step >= 1, so both corrections are > 0.
+  const double steps = static_cast<double>(step);
+  const cpu_kernels::AdamCoefficients c{options, options.lr / (1.0 - std::pow(options.beta1, steps)),
+                                        std::sqrt(1.0 - std::pow(options.beta2, steps))};
+  dispatch_dtype(param.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    push_into(
+        e, name, param.device(), {param.storage(), grad.storage(), m.storage(), v.storage()},
+        {param.storage(), m.storage(), v.storage()},
+        [n, c](const OpContext& ctx) {
+          cpu_kernels::adam_step(ctx.out<T>(0), ctx.in<T>(1), ctx.out<T>(1), ctx.out<T>(2), n, c);
+        },
+        loc);
+  });
+}
+
+}  // namespace tide
