@@ -1,0 +1,256 @@
+#include <tide/comm/reducer.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include <tide/core/engine.h>
+
+namespace tide {
+
+namespace {
+
+std::string size_str(std::size_t bytes) {
+  char buf[32];
+  if (bytes >= (1u << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  return buf;
+}
+
+/// One run of a memcpy between a gradient and its place in a flat buffer.
+struct Slice {
+  std::int64_t offset_bytes = 0;
+  std::size_t nbytes = 0;
+};
+
+/// Pushes `fn` on cpu:0's comm stream, where every collective of the rank runs.
+template <typename Fn>
+void push_comm(Engine& e, const char* name, StorageList reads, StorageList writes, Loc loc, Fn fn) {
+  OpDesc op;
+  op.name = name;
+  op.device = cpu(0);
+  op.stream = static_cast<int>(StreamKind::comm);
+  op.reads = std::move(reads);
+  op.writes = std::move(writes);
+  op.loc = loc;
+  op.fn = std::move(fn);
+  e.push(std::move(op));
+}
+
+// Layout fingerprint fields, compared across ranks.
+enum Field { kParams, kBuckets, kDType, kHashLo, kHashHi, kCapKiB, kFields };
+
+}  // namespace
+
+GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& params,
+                                 ReducerOptions o, Loc loc)
+    : comm_(comm), options_(o) {
+  if (!(o.bucket_mb > 0))
+    throw ValueError("GradientReducer: bucket_mb must be > 0, got " + std::to_string(o.bucket_mb));
+  if (params.empty()) throw ValueError("GradientReducer: no parameters");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    p.check_defined("GradientReducer");
+    if (!is_floating(p.dtype()))
+      throw DTypeError("GradientReducer: parameter " + std::to_string(i) + " is " +
+                       dtype_name(p.dtype()) + "; gradients must be floating");
+    if (i == 0) {
+      dtype_ = p.dtype();
+      device_ = p.device();
+    } else if (p.dtype() != dtype_ || p.device() != device_) {
+      throw DTypeError("GradientReducer: parameter " + std::to_string(i) + " is " +
+                       dtype_name(p.dtype()) + " on " + p.device().str() + ", parameter 0 is " +
+                       dtype_name(dtype_) + " on " + device_.str() +
+                       "; every parameter must share one dtype and device");
+    }
+    if (!device_.is_cpu())
+      throw DeviceError("GradientReducer: parameters on " + device_.str() +
+                        " need the NCCL path, which is not built yet; keep them on a cpu device");
+    shapes_.push_back(p.shape());
+  }
+
+  // Buckets from the last parameter back, closed before they would pass the cap.
+  const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
+  const std::size_t elem = dtype_size(dtype_);
+  const int n = static_cast<int>(params.size());
+  bucket_of_.assign(static_cast<std::size_t>(n), -1);
+  offset_.assign(static_cast<std::size_t>(n), 0);
+  for (int i = n - 1; i >= 0; --i) {
+    const std::size_t bytes = static_cast<std::size_t>(shapes_[static_cast<std::size_t>(i)].numel()) * elem;
+    if (buckets_.empty() || (buckets_.back().bytes > 0 && buckets_.back().bytes + bytes > cap))
+      buckets_.emplace_back();
+    Bucket& b = buckets_.back();
+    offset_[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(b.bytes);
+    bucket_of_[static_cast<std::size_t>(i)] = static_cast<int>(buckets_.size()) - 1;
+    b.params.push_back(i);
+    b.bytes += bytes;
+  }
+
+  // Buffers for buckets of several gradients; one-gradient buckets reduce in place.
+  reduced_.resize(static_cast<std::size_t>(n));
+  pending_.resize(static_cast<std::size_t>(n));
+  for (const Bucket& b : buckets_) {
+    if (b.params.size() == 1) {
+      flat_.emplace_back();
+      continue;
+    }
+    flat_.push_back(Tensor::empty(Shape{static_cast<std::int64_t>(b.bytes / elem)}, dtype_, device_));
+    for (int i : b.params)
+      reduced_[static_cast<std::size_t>(i)] = Tensor::empty(shapes_[static_cast<std::size_t>(i)], dtype_, device_);
+  }
+  arrived_.assign(buckets_.size(), 0);
+  pushed_.assign(buckets_.size(), false);
+
+  // Every rank must have built the same layout, or the flat buffers of one
+  // all-reduce would pair different gradients across ranks.
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&h](std::uint64_t v) {
+    for (int k = 0; k < 8; ++k) {
+      h ^= (v >> (8 * k)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (int i = 0; i < n; ++i) {
+    mix(static_cast<std::uint64_t>(shapes_[static_cast<std::size_t>(i)].numel()));
+    mix(static_cast<std::uint64_t>(bucket_of_[static_cast<std::size_t>(i)]));
+  }
+  std::vector<std::int32_t> mine(kFields);
+  mine[kParams] = n;
+  mine[kBuckets] = static_cast<std::int32_t>(buckets_.size());
+  mine[kDType] = static_cast<std::int32_t>(dtype_);
+  mine[kHashLo] = static_cast<std::int32_t>(h & 0x7fffffff);
+  mine[kHashHi] = static_cast<std::int32_t>((h >> 31) & 0x7fffffff);
+  mine[kCapKiB] = static_cast<std::int32_t>(std::min(o.bucket_mb * 1024.0, 2e9));
+  if (comm.size() == 1) return;
+  std::vector<std::int32_t> all =
+      comm.all_gather(from_vector(mine, Shape{kFields}, cpu(0), loc), loc).to_vector<std::int32_t>(loc);
+  for (int r = 1; r < comm.size(); ++r) {
+    const std::int32_t* row = all.data() + static_cast<std::ptrdiff_t>(r) * kFields;
+    if (std::equal(row, row + kFields, all.data())) continue;
+    auto who = [](const std::int32_t* f, int rank) {
+      std::ostringstream os;
+      os << "rank " << rank << " has " << f[kParams] << " parameters (" << dtype_name(static_cast<DType>(f[kDType]))
+         << ") in " << f[kBuckets] << " buckets under a " << f[kCapKiB] / 1024.0 << " MiB cap";
+      return os.str();
+    };
+    throw CommError("GradientReducer: the gradient bucket layout differs across ranks: " +
+                    who(all.data(), 0) + ", " + who(row, r) +
+                    (row[kParams] == all[kParams] && row[kBuckets] == all[kBuckets]
+                         ? " (same counts, different shapes)"
+                         : "") +
+                    "; every rank must build the same model with the same bucket size");
+  }
+}
+
+void GradientReducer::broadcast(Communicator& comm, std::vector<Tensor>& tensors, int root, Loc loc) {
+  for (Tensor& t : tensors) comm.broadcast_(t, root, loc);
+}
+
+void GradientReducer::push_gradient(int i, const Tensor& grad, Loc loc) {
+  const int n = static_cast<int>(shapes_.size());
+  if (i < 0 || i >= n)
+    throw UsageError("GradientReducer: parameter index " + std::to_string(i) + " is not in [0, " +
+                     std::to_string(n) + ")");
+  const auto ui = static_cast<std::size_t>(i);
+  grad.check_defined("push_gradient");
+  if (grad.shape() != shapes_[ui])
+    throw ShapeError("GradientReducer: gradient of parameter " + std::to_string(i) + " has shape " +
+                     grad.shape().str() + ", the parameter has " + shapes_[ui].str());
+  if (grad.dtype() != dtype_ || grad.device() != device_)
+    throw DTypeError("GradientReducer: gradient of parameter " + std::to_string(i) + " is " +
+                     dtype_name(grad.dtype()) + " on " + grad.device().str() + ", expected " +
+                     dtype_name(dtype_) + " on " + device_.str());
+  if (pending_[ui].defined())
+    throw UsageError("GradientReducer: gradient of parameter " + std::to_string(i) +
+                     " handed over twice in one step (call finish_step() between steps)");
+  pending_[ui] = grad;
+  const int b = bucket_of_[ui];
+  if (++arrived_[static_cast<std::size_t>(b)] == static_cast<int>(buckets_[static_cast<std::size_t>(b)].params.size()))
+    reduce_bucket(b, loc);
+}
+
+void GradientReducer::reduce_bucket(int b, Loc loc) {
+  const auto ub = static_cast<std::size_t>(b);
+  const Bucket& bucket = buckets_[ub];
+  if (bucket.params.size() == 1) {
+    const auto ui = static_cast<std::size_t>(bucket.params[0]);
+    reduced_[ui] = pending_[ui];
+    comm_.all_reduce_(reduced_[ui], options_.op, loc);
+    pushed_[ub] = true;
+    return;
+  }
+  Engine& e = flat_[ub].engine();
+  const std::size_t elem = dtype_size(dtype_);
+  // Pack, up to four gradients per op (an op reads at most four storages).
+  const std::size_t np = bucket.params.size();
+  for (std::size_t first = 0; first < np; first += StorageList::kCapacity) {
+    const std::size_t last = std::min(np, first + StorageList::kCapacity);
+    StorageList reads;
+    std::array<Slice, StorageList::kCapacity> slices{};
+    for (std::size_t k = first; k < last; ++k) {
+      const auto ui = static_cast<std::size_t>(bucket.params[k]);
+      reads.add(pending_[ui].storage());
+      slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
+    }
+    push_comm(e, "bucket_pack", std::move(reads), {flat_[ub].storage()}, loc,
+              [slices, count = static_cast<int>(last - first)](const OpContext& c) {
+                char* flat = static_cast<char*>(c.writes[0]->data());
+                for (int k = 0; k < count; ++k)
+                  std::memcpy(flat + slices[static_cast<std::size_t>(k)].offset_bytes, c.reads[k]->data(),
+                              slices[static_cast<std::size_t>(k)].nbytes);
+              });
+  }
+  comm_.all_reduce_(flat_[ub], options_.op, loc);
+  for (std::size_t first = 0; first < np; first += StorageList::kCapacity) {
+    const std::size_t last = std::min(np, first + StorageList::kCapacity);
+    StorageList writes;
+    std::array<Slice, StorageList::kCapacity> slices{};
+    for (std::size_t k = first; k < last; ++k) {
+      const auto ui = static_cast<std::size_t>(bucket.params[k]);
+      writes.add(reduced_[ui].storage());
+      slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
+    }
+    push_comm(e, "bucket_unpack", {flat_[ub].storage()}, std::move(writes), loc,
+              [slices, count = static_cast<int>(last - first)](const OpContext& c) {
+                const char* flat = static_cast<const char*>(c.reads[0]->data());
+                for (int k = 0; k < count; ++k)
+                  std::memcpy(c.writes[k]->data(), flat + slices[static_cast<std::size_t>(k)].offset_bytes,
+                              slices[static_cast<std::size_t>(k)].nbytes);
+              });
+  }
+  pushed_[ub] = true;
+}
+
+const Tensor& GradientReducer::reduced(int i) const {
+  if (i < 0 || i >= static_cast<int>(shapes_.size()))
+    throw UsageError("GradientReducer: parameter index " + std::to_string(i) + " out of range");
+  const auto ui = static_cast<std::size_t>(i);
+  if (!pushed_[static_cast<std::size_t>(bucket_of_[ui])])
+    throw UsageError("GradientReducer: the bucket of parameter " + std::to_string(i) +
+                     " has not been reduced this step (not all of its gradients were handed over)");
+  return reduced_[ui];
+}
+
+void GradientReducer::finish_step() {
+  std::string missing;
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    if (!pending_[i].defined()) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  for (auto& p : pending_) p = Tensor();
+  std::fill(arrived_.begin(), arrived_.end(), 0);
+  std::fill(pushed_.begin(), pushed_.end(), false);
+  if (!missing.empty())
+    throw UsageError("GradientReducer: step ended without the gradients of parameters " + missing +
+                     "; their buckets were not reduced");
+}
+
+std::string GradientReducer::describe() const {
+  std::ostringstream os;
+  os << buckets_.size() << (buckets_.size() == 1 ? " bucket:" : " buckets:");
+  for (const Bucket& b : buckets_)
+    os << " [" << b.params.size() << (b.params.size() == 1 ? " param, " : " params, ") << size_str(b.bytes) << "]";
+  return os.str();
+}
+
+}  // namespace tide
