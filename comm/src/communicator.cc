@@ -121,18 +121,26 @@ struct Communicator::Impl {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     const auto deadline = start + std::chrono::duration<double>(options.timeout_s);
+    // MPI progresses a non-blocking collective only inside MPI calls, so the
+    // first ~100 us poll without sleeping (yielding, so that compute threads
+    // sharing the core still run). Past that the collective is waiting for a
+    // peer that is still computing, and a spinning poller would take the CPU
+    // that peer (or this rank's own compute stream) needs: poll every 50 us,
+    // and past a second every millisecond.
+    auto pause = std::chrono::microseconds(0);
     for (int polls = 0;; ++polls) {
       int done = 0;
       TIDE_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
       if (done) return;
-      // MPI progresses a non-blocking collective only inside MPI calls, so
-      // poll without sleeping; yield so that compute threads sharing the
-      // core still run. Past a second a collective is waiting for a peer,
-      // not for data: then poll every millisecond.
       if (polls > 100) std::this_thread::yield();
-      if (polls > 200000 && clock::now() - start > std::chrono::seconds(1))
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      if ((polls & 63) == 0 && clock::now() > deadline) {
+      if ((polls & 15) == 0 && polls > 0) {
+        const auto waited = clock::now() - start;
+        pause = waited > std::chrono::seconds(1)           ? std::chrono::microseconds(1000)
+                : waited > std::chrono::microseconds(100) ? std::chrono::microseconds(50)
+                                                           : std::chrono::microseconds(0);
+      }
+      if (pause.count()) std::this_thread::sleep_for(pause);
+      if ((polls & 15) == 0 && clock::now() > deadline) {
         std::ostringstream os;
         os << what.str(size) << " timed out after " << options.timeout_s << " s on rank " << rank << " of " << size
            << ": a peer never joined, died, or runs a different sequence of collectives";
