@@ -100,6 +100,14 @@ Runtime::~Runtime() {
   if (owns_mpi_) MPI_Finalize();
 }
 
+void Runtime::fail(int code, const std::string& why) {
+  std::fprintf(stderr, "[rank %d] %s\n", world_->rank(), why.c_str());
+  std::fflush(stderr);
+  if (owns_mpi_) MPI_Abort(MPI_COMM_WORLD, code);
+  std::fflush(stdout);
+  std::_Exit(code);
+}
+
 std::unique_ptr<Runtime> Runtime::init(int& argc, char** argv) {
   RuntimeOptions o = RuntimeOptions::from_env();
   int out = 1;

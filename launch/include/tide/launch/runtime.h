@@ -60,6 +60,12 @@ class Runtime {
   /// prefixed "[rank r] ".
   void log(const std::string& line) const;
 
+  /// Ends this rank after an error it cannot recover from: prints `why` to
+  /// stderr, then under MPI calls MPI_Abort (so ranks waiting for this one in
+  /// a collective end too, instead of waiting for a timeout); without MPI it
+  /// exits with `code`.
+  [[noreturn]] void fail(int code, const std::string& why);
+
  private:
   struct MpiTag {};
   Runtime(const RuntimeOptions& options, MpiTag);
