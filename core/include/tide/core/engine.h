@@ -163,6 +163,8 @@ class Engine {
 
   Stats stats() const;
   void reset_stats();
+  /// Ops pushed so far: the push index the next op will get (frontend).
+  std::uint64_t pushed() const { return push_count_; }
 
   /// The timeline: while tracing is on, every op run records a TraceEvent
   /// (a lock per op, uncontended; off by default). take_trace() returns the

@@ -1,0 +1,141 @@
+#include "checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace tide::train {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'I', 'D', 'E', 'C', 'K', 'P', '1'};
+
+std::uint64_t fnv1a(const std::string& bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+template <typename T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+class Reader {
+ public:
+  Reader(const std::string& bytes, std::string path) : b_(bytes), path_(std::move(path)) {}
+  template <typename T>
+  T get() {
+    T v;
+    need(sizeof v);
+    std::memcpy(&v, b_.data() + pos_, sizeof v);
+    pos_ += sizeof v;
+    return v;
+  }
+  void bytes(void* dst, std::size_t n) {
+    need(n);
+    std::memcpy(dst, b_.data() + pos_, n);
+    pos_ += n;
+  }
+
+ private:
+  void need(std::size_t n) {
+    if (b_.size() - pos_ < n) throw std::runtime_error(path_ + ": truncated checkpoint");
+  }
+  const std::string& b_;
+  std::string path_;
+  std::size_t pos_ = 0;
+};
+
+[[noreturn]] void fail(const std::string& what, const std::string& path) {
+  throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.tide"; }
+
+void write_checkpoint(const std::string& dir, const CheckpointState& s) {
+  std::string body;
+  put<std::uint32_t>(body, static_cast<std::uint32_t>(s.fingerprint.size()));
+  body += s.fingerprint;
+  put<std::int64_t>(body, s.step);
+  put<std::uint32_t>(body, static_cast<std::uint32_t>(s.tensors.size()));
+  for (const auto& t : s.tensors) {
+    put<std::uint64_t>(body, t.size());
+    body.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(double));
+  }
+  std::string file(kMagic, sizeof kMagic);
+  file += body;
+  put<std::uint64_t>(file, fnv1a(body));
+
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create", dir);
+  const std::string path = checkpoint_path(dir);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) fail("cannot write", tmp);
+  std::size_t done = 0;
+  while (done < file.size()) {
+    const ssize_t n = ::write(fd, file.data() + done, file.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      fail("cannot write", tmp);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    fail("cannot fsync", tmp);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    fail("cannot rename to", path);
+  }
+  // The rename itself is durable only once the directory is synced.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
+  const std::string path = checkpoint_path(dir);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (file.size() < sizeof kMagic + sizeof(std::uint64_t) || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
+    throw std::runtime_error(path + ": not a tide checkpoint (bad magic)");
+  const std::string body = file.substr(sizeof kMagic, file.size() - sizeof kMagic - sizeof(std::uint64_t));
+  std::uint64_t sum;
+  std::memcpy(&sum, file.data() + file.size() - sizeof sum, sizeof sum);
+  if (sum != fnv1a(body)) throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
+  Reader r(body, path);
+  CheckpointState s;
+  s.fingerprint.resize(r.get<std::uint32_t>());
+  r.bytes(s.fingerprint.data(), s.fingerprint.size());
+  s.step = r.get<std::int64_t>();
+  s.tensors.resize(r.get<std::uint32_t>());
+  for (auto& t : s.tensors) {
+    const auto n = r.get<std::uint64_t>();
+    if (n > body.size() / sizeof(double)) throw std::runtime_error(path + ": truncated checkpoint");
+    t.resize(n);
+    r.bytes(t.data(), n * sizeof(double));
+  }
+  return s;
+}
+
+}  // namespace tide::train

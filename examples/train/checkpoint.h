@@ -1,0 +1,33 @@
+// Checkpoints of the data-parallel trainer: one file per run directory,
+// written atomically (a temporary file, fsync, rename, fsync of the
+// directory), so a crash leaves either the old checkpoint or the new one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tide::train {
+
+struct CheckpointState {
+  /// Describes the run's model, optimizer and data order; a resume with a
+  /// different one is refused.
+  std::string fingerprint;
+  std::int64_t step = 0;  // global steps completed
+  std::vector<std::vector<double>> tensors;
+};
+
+/// DIR/checkpoint.tide.
+std::string checkpoint_path(const std::string& dir);
+
+/// Writes `s` atomically, creating `dir` if needed. Throws std::runtime_error
+/// (with the path and errno text) on any failure.
+void write_checkpoint(const std::string& dir, const CheckpointState& s);
+
+/// The checkpoint in `dir`, or nullopt when there is none. Throws
+/// std::runtime_error when the file exists but is damaged (bad magic,
+/// truncated, checksum mismatch).
+std::optional<CheckpointState> read_checkpoint(const std::string& dir);
+
+}  // namespace tide::train

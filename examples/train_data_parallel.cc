@@ -1,0 +1,128 @@
+// Data-parallel training of an MLP on tide: every rank runs this program
+// (mpirun -np R, or launch/tiderun), trains on its share of each global batch,
+// and the gradients are averaged across ranks in buckets that overlap
+// backward. With no --data it learns a generated task; --data DIR reads MNIST.
+//
+//   mpirun -np 2 build/examples/train_data_parallel --epochs 3
+//   build/examples/train_data_parallel --data ~/mnist --optimizer adam --lr 1e-3
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <tide/tide.h>
+
+#include "common/json_writer.h"
+#include "common/machine.h"
+#include "train/trainer.h"
+
+extern "C" void openblas_set_num_threads(int);  // OpenBLAS, the BLAS tide builds with
+
+namespace {
+
+using tide::examples::JsonWriter;
+using namespace tide::train;
+
+void write_json(const std::string& path, const TrainConfig& c, const TrainResult& r, int ranks,
+                const std::string& data, const std::string& command) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  JsonWriter w(out);
+  w.begin_object();
+  w.field("benchmark", "train_data_parallel").field("command", command);
+  tide::examples::write_machine(w);
+  w.field("ranks", ranks).field("data", data);
+  w.key("config").begin_object();
+  w.key("hidden").begin_array();
+  for (auto h : c.hidden) w.value(h);
+  w.end_array();
+  w.field("batch_per_rank", c.batch).field("global_batch", r.global_batch).field("optimizer", c.optimizer)
+      .field("lr", c.lr).field("bucket_mb", c.bucket_mb).field("lookahead", c.lookahead)
+      .field("dtype", tide::dtype_name(c.dtype)).field("steps", r.total_steps);
+  w.end_object();
+  w.key("result").begin_object();
+  w.field("first_step", r.first_step).field("steps_run", r.steps_run).field("final_loss", r.last_loss)
+      .field("train_accuracy", r.last_train_accuracy).field("test_accuracy", r.test_accuracy)
+      .field("step_ms", r.step_ms).field("samples_per_s", r.samples_per_s)
+      .field("blockers_per_step", r.blockers_per_step).field("stalls", r.stalls).field("stalled_ms", r.stalled_ms)
+      .field("peak_queued_bytes", r.peak_queued_bytes).field("buckets", r.buckets)
+      .field("comm_ms_per_step", r.comm_ms_per_step).field("comm_hidden_fraction", r.comm_hidden_fraction)
+      .field("steps_first_bucket_overlapped", r.steps_first_bucket_overlapped)
+      .field("steps_measured", r.steps_measured);
+  w.end_object();
+  w.end_object();
+  out << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto rt = tide::Runtime::init(argc, argv);
+  CLI::App app{"tide: data-parallel MLP training (run it under mpirun for several ranks)"};
+  TrainConfig c;
+  std::string data_dir, json, dtype = "f32";
+  std::int64_t train_rows = 24576, test_rows = 4096, features = 64;
+  int classes = 10, blas_threads = 1;
+  bool no_trace = false;
+  app.add_option("--data", data_dir, "MNIST directory (IDX files); default: a generated task")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--hidden", c.hidden, "hidden layer widths")->delimiter(',')->capture_default_str();
+  app.add_option("--batch", c.batch, "rows per rank per step")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-steps", c.max_steps, "stop after this many global steps (0: all epochs)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--optimizer", c.optimizer, "sgd (with momentum) or adam")
+      ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
+  app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
+  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: unbounded)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint", c.checkpoint_dir, "directory for checkpoints (rank 0 writes)");
+  app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: every epoch)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint, if there is one");
+  app.add_option("--dtype", dtype, "f32 or f64")->capture_default_str()->check(CLI::IsMember({"f32", "f64"}));
+  app.add_option("--seed", c.seed, "weights and data order")->capture_default_str();
+  app.add_option("--train-rows", train_rows, "generated task: training rows")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--test-rows", test_rows, "generated task: held-out rows")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--features", features, "generated task: input width")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--classes", classes, "generated task: classes")->capture_default_str()->check(CLI::Range(2, 1000));
+  app.add_option("--blas-threads", blas_threads, "OpenBLAS threads per rank")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--no-trace", no_trace, "do not record the timeline (no overlap figures)");
+  app.add_option("--json", json, "write the results as JSON here (rank 0)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return rt->rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+  }
+  c.dtype = dtype == "f64" ? tide::DType::f64 : tide::DType::f32;
+  c.trace = !no_trace;
+  if (c.resume && c.checkpoint_dir.empty()) {
+    if (rt->rank() == 0) std::cerr << "--resume needs --checkpoint DIR\n";
+    return 2;
+  }
+  openblas_set_num_threads(blas_threads);
+
+  try {
+    const Split data = data_dir.empty() ? make_generated(train_rows, test_rows, features, classes, 1234)
+                                        : load_mnist(data_dir);
+    rt->log("tide train_data_parallel: " + std::to_string(rt->size()) + (rt->size() == 1 ? " rank, " : " ranks, ") +
+            tide::engine_kind_name(rt->engine().kind()) + " engine; " + data.description);
+    Progress progress;
+    if (rt->rank() == 0) {
+      progress.out = &std::cout;
+      progress.redraw = ::isatty(STDOUT_FILENO) != 0;
+    }
+    TrainResult r = train(rt->world(), data, c, progress);
+    rt->log(summary(r, rt->size()));
+    if (!json.empty() && rt->rank() == 0)
+      write_json(json, c, r, rt->size(), data.description, tide::examples::command_line(argc, argv));
+  } catch (const std::exception& e) {
+    rt->fail(1, std::string("train_data_parallel: ") + e.what());
+  }
+  return 0;
+}
