@@ -1,0 +1,149 @@
+// GradientReducer: bucket layout, reduced values, misuse, and that a bucket's
+// reduction is pushed, and starts, while backward is still computing.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <tide/comm/reducer.h>
+
+#include "mpi_test.h"
+
+namespace tide::test {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::vector<Tensor> params_of(const std::vector<std::int64_t>& numels, DType dt = DType::f32) {
+  std::vector<Tensor> p;
+  for (auto n : numels) p.push_back(zeros(Shape{n}, {dt}));
+  return p;
+}
+
+TEST(Reducer, BucketsFromTheLastParameterBackUnderTheCap) {
+  // 1000 f32 = 4000 bytes; a 10000-byte cap holds two of them.
+  auto p = params_of({1000, 1000, 1000, 5000, 1000});
+  GradientReducer r(world(), p, {.bucket_mb = 10000 / kMiB});
+  const auto& b = r.buckets();
+  ASSERT_EQ(b.size(), 4u) << r.describe();
+  EXPECT_EQ(b[0].params, std::vector<int>{4}) << "the next gradient would pass the cap";
+  EXPECT_EQ(b[1].params, std::vector<int>{3}) << "a gradient over the cap gets a bucket of its own";
+  EXPECT_EQ(b[2].params, (std::vector<int>{2, 1}));
+  EXPECT_EQ(b[3].params, std::vector<int>{0});
+  EXPECT_EQ(b[1].bytes, 20000u);
+  EXPECT_EQ(r.describe(), "4 buckets: [1 param, 3.9 KiB] [1 param, 19.5 KiB] [2 params, 7.8 KiB] [1 param, 3.9 KiB]");
+}
+
+TEST(Reducer, AveragesEveryGradientAcrossRanks) {
+  const int rank = world().rank(), size = world().size();
+  for (double cap : {25.0, 100 / kMiB}) {  // one bucket; a bucket per gradient or two
+    auto p = params_of({7, 1, 33, 20, 5, 64});
+    GradientReducer r(world(), p, {.bucket_mb = cap});
+    for (int step = 0; step < 3; ++step) {
+      for (int i = static_cast<int>(p.size()) - 1; i >= 0; --i) {
+        std::vector<float> g(static_cast<std::size_t>(p[static_cast<std::size_t>(i)].numel()));
+        for (std::size_t j = 0; j < g.size(); ++j) g[j] = static_cast<float>((rank + 1) * (i + 1) * (step + 1) + j);
+        r.push_gradient(i, from_vector(g));
+      }
+      for (int i = 0; i < static_cast<int>(p.size()); ++i) {
+        std::vector<float> got = r.reduced(i).to_vector<float>();
+        for (std::size_t j = 0; j < got.size(); ++j) {
+          const double want = (size + 1) / 2.0 * (i + 1) * (step + 1) + static_cast<double>(j);
+          ASSERT_EQ(got[j], static_cast<float>(want)) << "param " << i << " element " << j << " " << r.describe();
+        }
+      }
+      r.finish_step();
+    }
+  }
+}
+
+TEST(Reducer, MisuseIsAClearError) {
+  auto p = params_of({4, 4});
+  GradientReducer r(world(), p, {.bucket_mb = 25});
+  EXPECT_THROW(r.reduced(0), UsageError);
+  EXPECT_THROW(r.push_gradient(2, zeros(Shape{4})), UsageError);
+  EXPECT_THROW(r.push_gradient(1, zeros(Shape{5})), ShapeError);
+  EXPECT_THROW(r.push_gradient(1, zeros(Shape{4}, {DType::f64})), DTypeError);
+  r.push_gradient(1, zeros(Shape{4}));
+  EXPECT_THROW(r.push_gradient(1, zeros(Shape{4})), UsageError);
+  try {
+    r.finish_step();
+    FAIL() << "finish_step with a gradient missing must throw";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameters 0"), std::string::npos) << e.what();
+  }
+  // The reducer is usable again after the failed step.
+  r.push_gradient(1, ones(Shape{4}));
+  r.push_gradient(0, ones(Shape{4}));
+  EXPECT_EQ(r.reduced(0).to_vector<float>(), std::vector<float>(4, 1.0f));
+  r.finish_step();
+
+  EXPECT_THROW(GradientReducer(world(), params_of({4}), {.bucket_mb = 0}), ValueError);
+  EXPECT_THROW(GradientReducer(world(), {}, {}), ValueError);
+  std::vector<Tensor> mixed{zeros(Shape{2}), zeros(Shape{2}, {DType::f64})};
+  EXPECT_THROW(GradientReducer(world(), mixed, {}), DTypeError);
+  std::vector<Tensor> ints{zeros(Shape{2}, {DType::i32})};
+  EXPECT_THROW(GradientReducer(world(), ints, {}), DTypeError);
+}
+
+TEST(Reducer, DifferentLayoutsOnDifferentRanksAreRefused) {
+  if (world().size() < 2) GTEST_SKIP() << "needs at least 2 ranks";
+  auto p = params_of({1000, 1000, 1000});
+  const double cap = world().rank() == 1 ? 4000 / kMiB : 25.0;
+  try {
+    GradientReducer r(world(), p, {.bucket_mb = cap});
+    FAIL() << "every rank must see the mismatch";
+  } catch (const CommError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("bucket layout differs"), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 1 has 3 parameters (f32) in 3 buckets"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(world().broken()) << "a refused layout leaves the communicator usable";
+}
+
+// A backward of three layers written out: the reducer must push the first
+// bucket's all-reduce before the layers below are computed, and the engine's
+// timeline must show it starting before the last backward op ends.
+TEST(Reducer, FirstBucketReducesWhileBackwardComputes) {
+  Engine& e = current_engine();
+  const std::int64_t n = 256;
+  std::vector<Tensor> w{randn(Shape{n, n}), randn(Shape{n, n}), randn(Shape{n, n})};
+  GradientReducer r(world(), w, {.bucket_mb = 0.1});  // one bucket per 256 KiB gradient
+  ASSERT_EQ(r.buckets().size(), 3u);
+  Tensor x = randn(Shape{n, n});
+  e.wait_all();
+  e.set_tracing(true);
+  const std::uint64_t begin = e.pushed();
+  Tensor d = randn(Shape{n, n});
+  for (int l = 2; l >= 0; --l) {
+    r.push_gradient(l, matmul(d, x, true, false));
+    // The rest of backward below this layer: a few matmuls of work.
+    for (int k = 0; k < 4; ++k) d = matmul(d, w[static_cast<std::size_t>(l)]);
+  }
+  const std::uint64_t end = e.pushed();
+  for (int l = 0; l < 3; ++l) r.reduced(l).wait_to_read();
+  r.finish_step();
+  e.wait_all();
+  e.set_tracing(false);
+  std::vector<TraceEvent> t = e.take_trace();
+
+  std::uint64_t first_comm_push = UINT64_MAX, last_compute_push = 0;
+  std::int64_t first_comm_start = INT64_MAX, last_compute_end = 0;
+  for (const TraceEvent& ev : t) {
+    if (ev.push_index < begin || ev.push_index >= end) continue;
+    if (ev.stream % kStreamKinds == static_cast<int>(StreamKind::comm)) {
+      first_comm_push = std::min(first_comm_push, ev.push_index);
+      first_comm_start = std::min(first_comm_start, ev.start_ns);
+    } else {
+      last_compute_push = std::max(last_compute_push, ev.push_index);
+      last_compute_end = std::max(last_compute_end, ev.end_ns);
+    }
+  }
+  ASSERT_NE(first_comm_push, UINT64_MAX) << "no reduction on the comm stream";
+  EXPECT_LT(first_comm_push, last_compute_push) << "the first bucket must be pushed before backward ends";
+  EXPECT_LT(first_comm_start, last_compute_end) << "the first bucket must start before backward ends";
+}
+
+}  // namespace
+}  // namespace tide::test
