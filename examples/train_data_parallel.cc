@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   std::int64_t train_rows = 24576, test_rows = 4096, features = 64;
   int classes = 10, blas_threads = 1;
   bool no_trace = false;
+  std::string progress_mode = "auto";
   app.add_option("--data", data_dir, "MNIST directory (IDX files); default: a generated task")
       ->check(CLI::ExistingDirectory);
   app.add_option("--hidden", c.hidden, "hidden layer widths")->delimiter(',')->capture_default_str();
@@ -92,6 +93,10 @@ int main(int argc, char** argv) {
   app.add_option("--features", features, "generated task: input width")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--classes", classes, "generated task: classes")->capture_default_str()->check(CLI::Range(2, 1000));
   app.add_option("--blas-threads", blas_threads, "OpenBLAS threads per rank")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--progress", progress_mode,
+                 "lines, redraw (one line rewritten in place), or auto: redraw on a terminal, "
+                 "lines otherwise and under mpirun (which hands ranks a terminal of its own)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "lines", "redraw"}));
   app.add_flag("--no-trace", no_trace, "do not record the timeline (no overlap figures)");
   app.add_option("--json", json, "write the results as JSON here (rank 0)");
   try {
@@ -115,7 +120,8 @@ int main(int argc, char** argv) {
     Progress progress;
     if (rt->rank() == 0) {
       progress.out = &std::cout;
-      progress.redraw = ::isatty(STDOUT_FILENO) != 0;
+      progress.redraw = progress_mode == "redraw" ||
+                        (progress_mode == "auto" && ::isatty(STDOUT_FILENO) && !tide::launched_by_mpi());
     }
     TrainResult r = train(rt->world(), data, c, progress);
     rt->log(summary(r, rt->size()));
