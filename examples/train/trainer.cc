@@ -282,6 +282,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
       const double correct = comm.all_reduce(correct_sum, ReduceOp::sum).item<double>();
       const double t = now_s();
       res.last_loss = loss_mean;
+      res.losses.push_back(loss_mean);
       res.last_train_accuracy = correct / (n * static_cast<double>(res.global_batch));
       if (progress.out) {
         std::ostringstream line;

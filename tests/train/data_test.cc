@@ -1,0 +1,138 @@
+// The trainer's data (generated task, IDX reader, sampler) and checkpoints.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "train/checkpoint.h"
+#include "train/data.h"
+
+namespace tide::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh directory under the system temp dir, removed at the end.
+struct TempDir {
+  TempDir() : path(fs::temp_directory_path() / ("tide-data-test-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+};
+
+TEST(Generated, IsDeterministicAndBalanced) {
+  Split a = make_generated(3000, 500, 8, 5, 42), b = make_generated(3000, 500, 8, 5, 42);
+  EXPECT_EQ(a.train.x, b.train.x);
+  EXPECT_EQ(a.test.y, b.test.y);
+  Split c = make_generated(3000, 500, 8, 5, 43);
+  EXPECT_NE(a.train.x, c.train.x) << "the seed must matter";
+  EXPECT_NE(a.train.x, std::vector<float>(a.train.x.size(), a.train.x[0]));
+  std::vector<int> count(5);
+  for (auto y : a.train.y) {
+    ASSERT_GE(y, 0);
+    ASSERT_LT(y, 5);
+    ++count[static_cast<std::size_t>(y)];
+  }
+  for (int k : count) EXPECT_GT(k, 3000 / 5 / 2) << "every class is well represented";
+  EXPECT_THROW(make_generated(0, 1, 1, 2, 1), std::invalid_argument);
+}
+
+TEST(Sampler, RanksSplitEveryGlobalBatchOfOneRank) {
+  const std::int64_t rows = 1000, global = 40;
+  Sampler one(rows, global, 0, 1, 7);
+  Sampler r0(rows, global / 2, 0, 2, 7), r1(rows, global / 2, 1, 2, 7);
+  EXPECT_EQ(one.steps_per_epoch(), rows / global);
+  for (std::int64_t step : {0, 1, 24, 25, 26, 80}) {  // across epoch boundaries
+    auto all = one.rows_for(step), a = r0.rows_for(step), b = r1.rows_for(step);
+    a.insert(a.end(), b.begin(), b.end());
+    EXPECT_EQ(all, a) << "step " << step;
+  }
+  // An epoch visits distinct rows, and the next epoch is shuffled differently.
+  std::set<std::int64_t> seen;
+  for (std::int64_t s = 0; s < one.steps_per_epoch(); ++s)
+    for (auto r : one.rows_for(s)) EXPECT_TRUE(seen.insert(r).second) << "row " << r << " twice in an epoch";
+  EXPECT_NE(one.rows_for(0), one.rows_for(one.steps_per_epoch()));
+  EXPECT_THROW(Sampler(10, 20, 0, 1, 1), std::invalid_argument);
+}
+
+void write_bytes(const fs::path& p, const std::vector<unsigned char>& b) {
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+// A 2-image, 2x3-pixel IDX pair.
+void write_tiny_mnist(const fs::path& dir, const std::string& stem) {
+  write_bytes(dir / (stem + "-images-idx3-ubyte"),
+              {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 3, 0, 255, 10, 20, 30, 40, 1, 2, 3, 4, 5, 6});
+  write_bytes(dir / (stem + "-labels-idx1-ubyte"), {0, 0, 8, 1, 0, 0, 0, 2, 7, 3});
+}
+
+TEST(Mnist, ReadsIdxFiles) {
+  TempDir d;
+  write_tiny_mnist(d.path, "train");
+  write_tiny_mnist(d.path, "t10k");
+  Split s = load_mnist(d.path.string());
+  EXPECT_EQ(s.train.rows, 2);
+  EXPECT_EQ(s.train.features, 6);
+  EXPECT_EQ(s.train.y, (std::vector<std::int32_t>{7, 3}));
+  EXPECT_NEAR(s.train.x[0], (0 - 0.1307) / 0.3081, 1e-6);
+  EXPECT_NEAR(s.train.x[1], (1 - 0.1307) / 0.3081, 1e-6);
+  EXPECT_EQ(s.test.rows, 2);
+}
+
+TEST(Mnist, BadFilesAreNamed) {
+  TempDir d;
+  auto message = [&] {
+    try {
+      load_mnist(d.path.string());
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message().find("cannot open"), std::string::npos);
+  write_tiny_mnist(d.path, "train");
+  write_tiny_mnist(d.path, "t10k");
+  write_bytes(d.path / "t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 7, 3});
+  EXPECT_NE(message().find("header promises 3 bytes"), std::string::npos) << message();
+  write_bytes(d.path / "t10k-labels-idx1-ubyte", {0x1f, 0x8b, 8, 0});
+  EXPECT_NE(message().find("gzip"), std::string::npos) << message();
+  write_bytes(d.path / "t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 7, 3, 1});
+  EXPECT_NE(message().find("disagree"), std::string::npos) << message();
+}
+
+TEST(Checkpoint, RoundTripsAndRejectsDamage) {
+  TempDir d;
+  const std::string dir = (d.path / "run").string();
+  EXPECT_FALSE(read_checkpoint(dir).has_value());
+  CheckpointState s{"model A", 42, {{1.5, -2.25, 1e-300}, {}, {3.0}}};
+  write_checkpoint(dir, s);
+  auto back = read_checkpoint(dir);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->fingerprint, "model A");
+  EXPECT_EQ(back->step, 42);
+  EXPECT_EQ(back->tensors, s.tensors);
+  // Overwriting leaves one file and no temporaries.
+  s.step = 43;
+  write_checkpoint(dir, s);
+  EXPECT_EQ(read_checkpoint(dir)->step, 43);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 1);
+  // One flipped byte is caught by the checksum.
+  const std::string path = checkpoint_path(dir);
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(20);
+  f.put('\x7f');
+  f.close();
+  EXPECT_THROW(read_checkpoint(dir), std::runtime_error);
+  write_bytes(path, {'n', 'o', 'p', 'e', 0, 0, 0, 0, 0, 0, 0, 0});
+  EXPECT_THROW(read_checkpoint(dir), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace tide::train
