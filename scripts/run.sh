@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The main job: set up, build, and run the async_basics example (the
-# experiments of the "Asynchronous Computation" chapter, on tide).
-# Arguments go to the example (try --help).
+# The main job: set up, build, and train the example MLP data-parallel on 2
+# local ranks (launch/tiderun over mpirun) with the CPU backend.
+# Arguments go to the trainer (try --help); TIDE_RANKS changes the rank count.
+#   scripts/run.sh                     # generated task, 3 epochs
+#   scripts/run.sh --data ~/mnist      # MNIST (IDX files)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh" >/dev/null
-exec "${TIDE_BUILD_DIR:-$root/build}/examples/async_basics" "$@"
+ranks=${TIDE_RANKS:-2}
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+exec "$root/launch/tiderun" --local -np "$ranks" \
+  "${TIDE_BUILD_DIR:-$root/build}/examples/train_data_parallel" --epochs 3 "$@"

@@ -221,6 +221,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   res.first_step = start;
   res.total_steps = total;
   res.global_batch = cfg.batch * ranks;
+  res.classes = data.train.classes;
   res.buckets = reducer.describe();
   const std::int64_t warm = std::min<std::int64_t>(10, (total - start) / 4);
   struct Range {
@@ -395,7 +396,8 @@ std::string summary(const TrainResult& r, int ranks) {
   os << "trained steps " << r.first_step << ".." << r.total_steps << " on " << ranks
      << (ranks == 1 ? " rank" : " ranks") << " (global batch " << r.global_batch << ")\n"
      << "  final loss " << fmt("%.4f", r.last_loss) << ", train accuracy " << fmt("%.1f%%", 100 * r.last_train_accuracy)
-     << ", held-out accuracy " << fmt("%.1f%%", 100 * r.test_accuracy) << "\n"
+     << ", held-out accuracy " << fmt("%.1f%%", 100 * r.test_accuracy) << " (chance "
+     << fmt("%.1f%%", 100.0 / std::max(1, r.classes)) << ")\n"
      << "  " << fmt("%.0f", r.samples_per_s) << " samples/s, " << fmt("%.2f", r.step_ms) << " ms per step\n"
      << "  blockers per step " << fmt("%.3f", r.blockers_per_step) << ", runahead stalls " << r.stalls << " ("
      << fmt("%.1f", r.stalled_ms) << " ms), peak queued " << fmt("%.2f", static_cast<double>(r.peak_queued_bytes) / (1 << 20))

@@ -49,6 +49,7 @@ struct TrainResult {
   std::int64_t steps_run = 0;    // in this call
   std::int64_t total_steps = 0;  // where the run ends
   std::int64_t global_batch = 0;
+  int classes = 0;
   std::vector<double> losses;      // mean loss of each log interval, all ranks
   double last_loss = 0;            // mean over the last log interval, all ranks
   double last_train_accuracy = 0;  // same interval
