@@ -14,6 +14,9 @@
 //
 //   mpirun -np R bench_scaling [--steps N] [--reps N] [--quick] [--os-malloc]
 //                              [--json FILE] [--dat FILE]
+//
+// Exit status: 0 when every check passes, 3 when one fails (the files are
+// written either way), 1 or 2 on errors.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,7 +24,6 @@
 #include <fstream>
 #include <latch>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #if defined(__GLIBC__)
@@ -42,21 +44,20 @@ using tide::examples::median;
 using tide::examples::now_ns;
 
 struct Config {
-  int steps = 20;  // steps per run for medium and large ops; tiny runs kTinyStepsScale times more
-  int reps = 3;
+  int steps = 20;  // steps per run for large ops; smaller ops run more (OpSize::steps_scale)
+  int reps = 5;
   bool quick = false;
   bool os_malloc = false;  // leave glibc's malloc settings alone
   std::string json_path, dat_path;
 };
 
-constexpr int kTinyStepsScale = 10;  // a tiny step takes tens of microseconds: run more of them
-
 struct OpSize {
   const char* name;
   std::int64_t count;  // f32 elements per tensor
+  int steps_scale;     // runs take steps_scale x --steps steps, so that no run is only a few ms long
   int model_ops;       // n, for the cost-model check
 };
-constexpr OpSize kSizes[] = {{"tiny", 64, 2000}, {"medium", 16 << 10, 400}, {"large", 1 << 20, 40}};
+constexpr OpSize kSizes[] = {{"tiny", 64, 10, 2000}, {"medium", 16 << 10, 5, 400}, {"large", 1 << 20, 1, 40}};
 
 struct Lookahead {
   const char* name;
@@ -70,10 +71,6 @@ constexpr Lookahead kLookaheads[] = {
 tide::SyncPolicy policy_for(const Lookahead& l) {
   if (l.sync) return tide::SyncPolicy{};  // the caps never bind: nothing is ever queued for long
   return l.k ? tide::SyncPolicy::steps(l.k) : tide::SyncPolicy::unbounded();
-}
-
-int steps_for(const OpSize& s, const Config& cfg) {
-  return std::string_view(s.name) == "tiny" ? cfg.steps * kTinyStepsScale : cfg.steps;
 }
 
 // --- the training step -------------------------------------------------------
@@ -421,6 +418,9 @@ void print_report(const Report& rep, int ranks, const Config& cfg) {
 struct Check {
   std::string what;
   bool pass;
+  const char* quantity = nullptr;  // what `measured` and `limit` are, when the check has numbers
+  double measured = 0, limit = 0;
+  const char* rule = "";  // "measured <= limit" or "measured >= limit"
 };
 
 std::vector<Check> checks(const Report& rep) {
@@ -429,18 +429,22 @@ std::vector<Check> checks(const Report& rep) {
   for (const Result& r : rep.results) {
     if (r.la->sync || r.la->unbounded()) continue;
     const SizeInfo& info = rep.info[size_index(r.size)];
-    std::snprintf(buf, sizeof buf, "%s %s: peak queued %.2f steps <= %u", r.size->name, r.la->name,
-                  r.peak_bytes / static_cast<double>(info.step_bytes), r.la->k + 1);
-    out.push_back({buf, peak_ok(r, info)});
+    const double ratio = r.peak_bytes / static_cast<double>(info.step_bytes);
+    std::snprintf(buf, sizeof buf, "%s %s: peak queued bytes <= (k+1) x one step's bytes (%.2f <= %u)", r.size->name,
+                  r.la->name, ratio, r.la->k + 1);
+    out.push_back({buf, peak_ok(r, info), "peak_queued_bytes / step_bytes", ratio, r.la->k + 1.0,
+                   "measured <= limit"});
   }
   for (const Growth& g : rep.growth) {
-    std::snprintf(buf, sizeof buf, "%s unbounded: peak grows with steps (%d -> %d steps: %.2fx, needs >= 1.5x)",
+    std::snprintf(buf, sizeof buf, "%s unbounded: the peak grows with the steps (%d -> %d steps: %.2fx >= 1.5x)",
                   g.size->name, g.steps_a, g.steps_b, g.peak_b / g.peak_a);
-    out.push_back({buf, g.grows()});
+    out.push_back({buf, g.grows(), "peak at 2x steps / peak at 1x steps", g.peak_b / g.peak_a, 1.5,
+                   "measured >= limit"});
   }
   for (std::size_t i = 0; i < std::size(kSizes); ++i) {
-    out.push_back({std::string(kSizes[i].name) + ": the same final loss in every lookahead mode", rep.loss_same[i]});
-    out.push_back({std::string(kSizes[i].name) + ": engine's step bytes equal the outputs' bytes",
+    out.push_back({std::string(kSizes[i].name) + ": the same final loss in every lookahead mode and run",
+                   rep.loss_same[i]});
+    out.push_back({std::string(kSizes[i].name) + ": the engine's queued bytes for one step equal its outputs' bytes",
                    rep.info[i].step_bytes == rep.info[i].step_bytes_measured});
   }
   return out;
@@ -519,7 +523,12 @@ void write_json(std::ostream& os, const Report& rep, const std::vector<Check>& c
   w.key("checks").begin_array();
   bool all = true;
   for (const Check& c : chk) {
-    w.begin_object().field("what", c.what).field("pass", c.pass).end_object();
+    w.begin_object().field("what", c.what).field("pass", c.pass);
+    if (c.quantity) {
+      w.field("quantity", c.quantity).field("measured", c.measured).field("limit", c.limit);
+      w.field("pass_if", c.rule);
+    }
+    w.end_object();
     all = all && c.pass;
   }
   w.end_array();
@@ -575,8 +584,8 @@ void measure_size(tide::Runtime& rt, const OpSize& size, int steps, int reps, Re
 
 const char* kUsage =
     "usage: mpirun -np R bench_scaling [--steps N] [--reps N] [--quick] [--os-malloc] [--json FILE] [--dat FILE]\n"
-    "  --steps N   steps per run for medium and large ops; tiny runs 10x as many (default 20)\n"
-    "  --reps N    timed repetitions per configuration, median reported (default 3)\n"
+    "  --steps N   steps per run for large ops; medium ops run 5x, tiny ops 10x as many (default 20)\n"
+    "  --reps N    timed repetitions per configuration, median reported (default 5)\n"
     "  --quick     --steps 6 --reps 1 and a quarter of the cost-model ops: a smoke test\n"
     "  --os-malloc keep glibc's default malloc settings (freed large blocks go back to the OS)\n"
     "  --json FILE also write every number as JSON (rank 0)\n"
@@ -676,12 +685,13 @@ int main(int argc, char** argv) {
   }
   if (root && !rt->world().uses_mpi()) std::printf("note: not started by mpirun; a world of one rank\n");
 
+  int failed = 0;
   try {
     Report rep;
     for (const OpSize& size : kSizes) {
       const StepBytes b = step_bytes(*rt, size.count);
       rep.info.push_back({b.outputs, b.engine});
-      measure_size(*rt, size, steps_for(size, cfg), cfg.reps, rep);
+      measure_size(*rt, size, cfg.steps * size.steps_scale, cfg.reps, rep);
     }
     for (const OpSize& size : kSizes) {
       const int n = cfg.quick ? std::max(4, size.model_ops / 4) : size.model_ops;
@@ -694,7 +704,6 @@ int main(int argc, char** argv) {
       std::printf("allocator: %s\n\n", malloc_kept ? "freed memory kept in the process (mallopt), like a caching allocator"
                                                  : "glibc defaults (freed large blocks return to the OS)");
       const std::vector<Check> chk = checks(rep);
-      int failed = 0;
       for (const Check& c : chk) {
         std::printf("check: %-6s %s\n", c.pass ? "OK" : "FAILED", c.what.c_str());
         failed += !c.pass;
@@ -717,5 +726,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_scaling: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return failed ? 3 : 0;
 }
