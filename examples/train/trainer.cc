@@ -224,6 +224,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   res.classes = data.train.classes;
   res.buckets = reducer.describe();
   const std::int64_t warm = std::min<std::int64_t>(10, (total - start) / 4);
+  constexpr std::int64_t kTracedSteps = 200;  // after the warm-up
   struct Range {
     std::uint64_t begin, end;
     std::int64_t step;
@@ -237,6 +238,12 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
 
   for (std::int64_t step = start; step < total; ++step) {
     if (step == start + warm) t_warm = now_s();
+    if (cfg.trace && step == start + warm + kTracedSteps) {
+      // Enough steps for the overlap figures: stop recording (one barrier,
+      // so that every traced step is complete).
+      e.wait_all();
+      e.set_tracing(false);
+    }
     {
       Step minibatch = e.step();
       gather_rows(data.train, sampler.rows_for(step), xb, yb);
