@@ -1,5 +1,6 @@
 #include <tide/comm/communicator.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -48,15 +49,17 @@ struct CollectiveId {
   DType dtype;
   const char* op = nullptr;  // reduction, if any
   int root = -1;             // broadcast root, if any
+  int devices = 0;           // tensors per rank, for a multi-device all-reduce
 
-  std::string str(int peers) const {
+  /// `peers`: "2 ranks", "group of 2 ranks".
+  std::string str(const std::string& peers) const {
     std::ostringstream os;
-    os << name << " #" << seq;
-    if (count >= 0) os << " (" << count << " x " << dtype_name(dtype) << ", ";
-    else os << " (";
+    os << name << " #" << seq << " (";
+    if (devices > 1) os << devices << " devices x ";
+    if (count >= 0) os << count << " x " << dtype_name(dtype) << ", ";
     if (op) os << op << ", ";
     if (root >= 0) os << "root " << root << ", ";
-    os << peers << " ranks)";
+    os << peers << ")";
     return os.str();
   }
 };
@@ -68,30 +71,54 @@ struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
+  int world_rank = 0;
   CommOptions options;
+  /// The communicator this one was split from (null for a world): a failure
+  /// here breaks it too, so the Runtime sees it and aborts.
+  std::shared_ptr<Impl> parent;
+  /// Whether ~Impl frees `comm`. A group's is freed by an op on the comm
+  /// thread instead (see ~Communicator), since the frontend must not call
+  /// MPI while that thread may.
+  bool free_in_destructor = true;
   std::uint64_t next_seq = 0;  // frontend only
   std::atomic<bool> broken{false};
   std::mutex mutex;
   std::string broken_reason;  // guarded by mutex
 
   ~Impl() {
+    if (!mpi || !free_in_destructor || comm == MPI_COMM_NULL || is_broken()) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (mpi && !finalized && comm != MPI_COMM_NULL && !broken) MPI_Comm_free(&comm);
+    if (!finalized) MPI_Comm_free(&comm);
+  }
+
+  /// "2 ranks" for a world, "group of 2 ranks" for a split.
+  std::string peers() const {
+    return (parent ? "group of " : "") + std::to_string(size) + (size == 1 ? " rank" : " ranks");
+  }
+
+  bool is_broken() const {
+    for (const Impl* p = this; p; p = p->parent.get())
+      if (p->broken.load(std::memory_order_acquire)) return true;
+    return false;
   }
 
   void check_usable() {
-    if (!broken.load(std::memory_order_acquire)) return;
-    std::lock_guard<std::mutex> lock(mutex);
-    throw CommError("communicator is broken by an earlier failure: " + broken_reason);
+    for (Impl* p = this; p; p = p->parent.get()) {
+      if (!p->broken.load(std::memory_order_acquire)) continue;
+      std::lock_guard<std::mutex> lock(p->mutex);
+      throw CommError("communicator is broken by an earlier failure: " + p->broken_reason);
+    }
   }
 
   [[noreturn]] void fail(const std::string& what) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (broken_reason.empty()) broken_reason = what;
+    for (Impl* p = this; p; p = p->parent.get()) {
+      {
+        std::lock_guard<std::mutex> lock(p->mutex);
+        if (p->broken_reason.empty()) p->broken_reason = p == this ? what : "in a communicator split from it: " + what;
+      }
+      p->broken.store(true, std::memory_order_release);
     }
-    broken.store(true, std::memory_order_release);
     throw CommError(what);
   }
 
@@ -142,8 +169,10 @@ struct Communicator::Impl {
       if (pause.count()) std::this_thread::sleep_for(pause);
       if ((polls & 15) == 0 && clock::now() > deadline) {
         std::ostringstream os;
-        os << what.str(size) << " timed out after " << options.timeout_s << " s on rank " << rank << " of " << size
-           << ": a peer never joined, died, or runs a different sequence of collectives";
+        os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
+           << (parent ? "the " : "") << peers();
+        if (parent) os << " (world rank " << world_rank << ")";
+        os << ": a peer never joined, died, or runs a different sequence of collectives";
         fail(os.str());
       }
     }
@@ -193,11 +222,48 @@ void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
     throw DTypeError(std::string(name) + ": avg needs a floating dtype, got " + dtype_name(t.dtype()));
 }
 
+/// The cross-rank part of an in-place all-reduce, on the comm thread: `data`
+/// holds `n` elements; avg is summed here and divided by the caller.
+void reduce_across_ranks(Communicator::Impl& impl, const CollectiveId& what, void* data, std::int64_t n, DType dt,
+                         ReduceOp op) {
+  impl.check_usable();
+  if (!impl.mpi || impl.size == 1) return;
+  const int count = static_cast<int>(n);
+  impl.collective(
+      what, static_cast<std::size_t>(n) * dtype_size(dt),
+      [&](MPI_Request* req) {
+        return MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_type(dt), mpi_op(op), impl.comm, req);
+      },
+      [&] { return MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type(dt), mpi_op(op), impl.comm); });
+}
 
 }  // namespace
 
 Communicator::Communicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Communicator::~Communicator() = default;
+
+Communicator::~Communicator() {
+  // A group's MPI communicator is freed by an op on the comm stream, after
+  // the group's queued collectives and without racing the comm thread's MPI
+  // calls. The world's is freed by ~Impl: the Runtime drops it only after
+  // the engine has drained. Without an engine no comm thread runs, so ~Impl
+  // may free it too.
+  if (!impl_->mpi || !impl_->parent || impl_->comm == MPI_COMM_NULL) return;
+  Engine* e = current_engine_or_null();
+  if (!e) return;
+  impl_->free_in_destructor = false;  // from here on, left to MPI_Finalize unless the op runs
+  try {
+    OpDesc op;
+    op.name = "comm_free";
+    op.device = cpu(0);
+    op.stream = static_cast<int>(StreamKind::comm);
+    op.fn = [impl = impl_](const OpContext&) {
+      if (!impl->is_broken()) TIDE_MPI_CHECK(MPI_Comm_free(&impl->comm));
+    };
+    e->push(std::move(op));
+  } catch (...) {
+    // Not the frontend thread, say: the handle is dropped without freeing.
+  }
+}
 
 std::shared_ptr<Communicator> Communicator::local(const CommOptions& o) {
   auto impl = std::make_shared<Impl>();
@@ -220,13 +286,14 @@ std::shared_ptr<Communicator> Communicator::mpi_world(const CommOptions& o) {
   TIDE_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl->comm));
   TIDE_MPI_CHECK(MPI_Comm_rank(impl->comm, &impl->rank));
   TIDE_MPI_CHECK(MPI_Comm_size(impl->comm, &impl->size));
+  impl->world_rank = impl->rank;
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
 int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 bool Communicator::uses_mpi() const { return impl_->mpi; }
-bool Communicator::broken() const { return impl_->broken.load(std::memory_order_acquire); }
+bool Communicator::broken() const { return impl_->is_broken(); }
 
 namespace {
 
@@ -266,17 +333,8 @@ void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
   const DType dt = t.dtype();
   push_collective(e, "all_reduce", {t.storage()}, {t.storage()}, loc,
                   [impl, what, n, dt, op](const OpContext& c) {
-                    impl->check_usable();
                     void* data = c.writes[0]->data();
-                    if (impl->mpi && impl->size > 1) {
-                      const int count = static_cast<int>(n);
-                      impl->collective(
-                          what, static_cast<std::size_t>(n) * dtype_size(dt),
-                          [&](MPI_Request* req) {
-                            return MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_type(dt), mpi_op(op), impl->comm, req);
-                          },
-                          [&] { return MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type(dt), mpi_op(op), impl->comm); });
-                    }
+                    reduce_across_ranks(*impl, what, data, n, dt, op);
                     if (op == ReduceOp::avg && impl->size > 1) divide(data, n, dt, impl->size);
                   });
 }
@@ -292,8 +350,8 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
 void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
   Engine& e = engine_of(t, "broadcast_");
   if (root < 0 || root >= impl_->size)
-    throw ValueError("broadcast: root " + std::to_string(root) + " is not a rank of a world of " +
-                     std::to_string(impl_->size));
+    throw ValueError("broadcast: root " + std::to_string(root) + " is not a rank of " +
+                     (impl_->parent ? "this " + impl_->peers() : "a world of " + std::to_string(impl_->size)));
   const std::uint64_t seq = impl_->next_seq++;
   const CollectiveId what{"broadcast", seq, t.numel(), t.dtype(), nullptr, root};
   auto impl = impl_;
@@ -355,7 +413,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
   check_reduce("reduce_scatter", t, op);
   if (t.ndim() == 0 || t.shape()[0] % impl_->size != 0)
     throw ShapeError("reduce_scatter: the first axis of " + t.shape().str() + " must split evenly over " +
-                     std::to_string(impl_->size) + " ranks");
+                     (impl_->parent ? "this " : "") + impl_->peers());
   Shape shape;
   shape.push_back(t.shape()[0] / impl_->size);
   for (int i = 1; i < t.ndim(); ++i) shape.push_back(t.shape()[i]);
@@ -401,6 +459,142 @@ void Communicator::barrier(Loc loc) {
                     impl->wait(req, what);
                   });
   e.wait_for(*token, "barrier", loc);
+}
+
+// ---- Several devices of one rank -------------------------------------------
+
+namespace {
+
+/// out = op over the op's reads (elementwise); with `accumulate`, out takes
+/// part too. avg sums: the cross-rank op divides.
+void reduce_reads(const OpContext& c, std::int64_t n, DType dt, ReduceOp op, bool accumulate) {
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = c.out<T>(0);
+    int first = 0;
+    if (!accumulate) {
+      if (n) std::memcpy(out, c.in<T>(0), static_cast<std::size_t>(n) * sizeof(T));
+      first = 1;
+    }
+    for (int r = first; r < c.nreads; ++r) {
+      const T* in = c.in<T>(r);
+      switch (op) {
+        case ReduceOp::sum:
+        case ReduceOp::avg:
+          for (std::int64_t i = 0; i < n; ++i) out[i] += in[i];
+          break;
+        case ReduceOp::max:
+          for (std::int64_t i = 0; i < n; ++i) out[i] = std::max(out[i], in[i]);
+          break;
+        case ReduceOp::min:
+          for (std::int64_t i = 0; i < n; ++i) out[i] = std::min(out[i], in[i]);
+          break;
+      }
+    }
+  });
+}
+
+/// Throws before anything is queued when the tensors cannot be reduced
+/// together; returns their engine.
+Engine& check_per_device(const std::vector<Tensor>& ts, ReduceOp op) {
+  const char* name = "all_reduce_";
+  if (ts.empty()) throw ValueError("all_reduce_: an empty list of tensors (one per device is expected)");
+  Engine& e = engine_of(ts[0], name);
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    const std::string which = "all_reduce_: tensor " + std::to_string(i);
+    engine_of(t, name);  // defined, of the current engine (so e), on a cpu device
+    for (std::size_t j = 0; j < i; ++j)
+      if (ts[j].device() == t.device())
+        throw DeviceError(which + " is on " + t.device().str() + " like tensor " + std::to_string(j) +
+                          ": one tensor per device");
+    if (t.shape() != ts[0].shape())
+      throw ShapeError(which + " has shape " + t.shape().str() + ", tensor 0 has " + ts[0].shape().str());
+    if (t.dtype() != ts[0].dtype())
+      throw DTypeError(which + " is " + dtype_name(t.dtype()) + ", tensor 0 is " + dtype_name(ts[0].dtype()));
+  }
+  check_reduce(name, ts[0], op);
+  return e;
+}
+
+}  // namespace
+
+void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc loc) {
+  Engine& e = check_per_device(per_device, op);
+  if (per_device.size() == 1) {
+    all_reduce_(per_device[0], op, loc);
+    return;
+  }
+  const std::int64_t n = per_device[0].numel();
+  const DType dt = per_device[0].dtype();
+  const std::size_t nbytes = static_cast<std::size_t>(n) * dtype_size(dt);
+  const int ntensors = static_cast<int>(per_device.size());
+  constexpr int kChunk = StorageList::kCapacity;
+  auto buffer = e.allocate(cpu(0), nbytes);
+
+  // 1. Reduce this rank's tensors into the buffer, at most kChunk per op.
+  // Each op reads its tensors, so it waits for their producers on their own
+  // devices' streams.
+  for (int first = 0; first < ntensors; first += kChunk) {
+    StorageList reads;
+    for (int i = first; i < std::min(first + kChunk, ntensors); ++i)
+      reads.add(per_device[static_cast<std::size_t>(i)].storage());
+    const bool accumulate = first > 0;
+    push_collective(e, "all_reduce_local", std::move(reads), {buffer}, loc,
+                    [n, dt, op, accumulate](const OpContext& c) { reduce_reads(c, n, dt, op, accumulate); });
+  }
+
+  // 2. Across ranks, in place in the buffer.
+  CollectiveId what{"all_reduce", impl_->next_seq++, n, dt, reduce_op_name(op)};
+  what.devices = ntensors;
+  push_collective(e, "all_reduce", {}, {buffer}, loc, [impl = impl_, what, n, dt, op, ntensors](const OpContext& c) {
+    void* data = c.writes[0]->data();
+    reduce_across_ranks(*impl, what, data, n, dt, op);
+    if (op == ReduceOp::avg) divide(data, n, dt, ntensors * impl->size);
+  });
+
+  // 3. Copy the result back to every tensor, at most kChunk per op.
+  for (int first = 0; first < ntensors; first += kChunk) {
+    StorageList writes;
+    for (int i = first; i < std::min(first + kChunk, ntensors); ++i)
+      writes.add(per_device[static_cast<std::size_t>(i)].storage());
+    push_collective(e, "all_reduce_write_back", {buffer}, std::move(writes), loc, [nbytes](const OpContext& c) {
+      if (nbytes == 0) return;
+      for (int w = 0; w < c.nwrites; ++w) std::memcpy(c.writes[w]->data(), c.reads[0]->data(), nbytes);
+    });
+  }
+}
+
+// ---- Sub-groups ------------------------------------------------------------
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key, Loc loc) {
+  if (color < 0)
+    throw ValueError("split: color " + std::to_string(color) + " must be >= 0 (every rank joins some group)");
+  if (!impl_->mpi) return local(impl_->options);
+  impl_->check_usable();
+  Engine& e = current_engine();
+  auto group = std::make_shared<Impl>();
+  group->mpi = true;
+  group->options = impl_->options;
+  group->parent = impl_;
+  group->free_in_destructor = false;  // until the split has succeeded
+  const CollectiveId what{"split", impl_->next_seq++, -1, DType::f32};
+  auto token = e.allocate(cpu(0), 1);
+  // MPI_Comm_split blocks until every rank calls it, so a timed, polled
+  // barrier first checks that they have arrived (as for large collectives).
+  push_collective(e, "split", {}, {token}, loc, [impl = impl_, group, what, color, key](const OpContext&) {
+    impl->check_usable();
+    MPI_Request req;
+    TIDE_MPI_CHECK(MPI_Ibarrier(impl->comm, &req));
+    impl->wait(req, what);
+    TIDE_MPI_CHECK(MPI_Comm_split(impl->comm, color, key, &group->comm));
+    TIDE_MPI_CHECK(MPI_Comm_rank(group->comm, &group->rank));
+    TIDE_MPI_CHECK(MPI_Comm_size(group->comm, &group->size));
+    group->world_rank = impl->world_rank;
+    group->free_in_destructor = true;  // ~Communicator hands it to the comm thread
+  });
+  e.wait_for(*token, "split", loc);
+  return std::shared_ptr<Communicator>(new Communicator(std::move(group)));
 }
 
 }  // namespace tide

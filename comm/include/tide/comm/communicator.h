@@ -9,11 +9,17 @@
 // communicator is broken: later collectives fail at once, and the Runtime
 // ends the job with MPI_Abort rather than hang in MPI_Finalize.
 //
+// Sub-communicators (split) run their collectives on the same comm thread;
+// each has its own sequence numbers and a copy of its parent's timeout. A
+// failure in one breaks it and the communicators it was split from (up to
+// the world), since the pending MPI call cannot be cancelled.
+//
 // Thread safety: like every op, call from the engine's frontend thread.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <tide/ops/creation.h>
 
@@ -46,11 +52,24 @@ class Communicator {
   int rank() const;
   int size() const;
   bool uses_mpi() const;
-  /// True once a collective has failed; every later one fails at once.
+  /// True once a collective has failed here or in any communicator related
+  /// to this one by split; every later one fails at once.
   bool broken() const;
 
   /// In place: t = op over ranks of t. avg needs a floating dtype.
   void all_reduce_(Tensor& t, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
+  /// In place, over the devices of this rank and then over ranks: every
+  /// tensor of `per_device` ends up holding op over all tensors of all ranks.
+  /// The tensors must be on distinct devices of the engine, with one shape
+  /// and dtype (else ShapeError, DTypeError or DeviceError; an empty list is
+  /// a ValueError; all thrown before anything is queued). Every rank must
+  /// pass the same number of tensors (not checked): avg divides by
+  /// per_device.size() x size(). One tensor is the same as all_reduce_(t).
+  /// Runs on cpu:0's comm stream as a local reduction into a buffer, the
+  /// cross-rank all-reduce of that buffer, and a copy back to every tensor,
+  /// so it waits for each tensor's producers on its own device's streams,
+  /// and later readers and writers on those streams wait for it.
+  void all_reduce_(std::vector<Tensor>& per_device, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
   /// Out of place: a new tensor.
   Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
   /// In place: every rank gets root's values.
@@ -64,6 +83,16 @@ class Communicator {
   /// Blocks until every rank has reached it (after this rank's queued
   /// collectives); a counted blocker.
   void barrier(Loc loc = Loc::current());
+
+  /// Like MPI_Comm_split: the ranks that pass the same `color` (>= 0, else
+  /// ValueError) form a group, ordered by `key`, then by rank here. Every
+  /// rank of this communicator must call it, in the same order relative to
+  /// its other collectives. Runs on the comm stream after this rank's queued
+  /// collectives and blocks until the group exists (a counted blocker). The
+  /// group's collectives also run on cpu:0's comm stream; dropping the last
+  /// handle frees it there, after them. A local communicator returns a new
+  /// local one (a group of one rank).
+  std::shared_ptr<Communicator> split(int color, int key = 0, Loc loc = Loc::current());
 
   struct Impl;
 
