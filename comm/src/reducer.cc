@@ -183,10 +183,14 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
   }
   Engine& e = flat_[ub].engine();
   const std::size_t elem = dtype_size(dtype_);
-  // Pack, up to four gradients per op (an op reads at most four storages).
+  // Pack: the first op takes up to four gradients (an op reads at most four
+  // storages); each later op also reads the flat buffer, so that a poisoned
+  // gradient in an earlier chunk stays poisoned (a clean write would clear
+  // it) and reaches the all-reduce, the unpack and the optimizer.
   const std::size_t np = bucket.params.size();
-  for (std::size_t first = 0; first < np; first += StorageList::kCapacity) {
-    const std::size_t last = std::min(np, first + StorageList::kCapacity);
+  for (std::size_t first = 0; first < np;) {
+    const bool chained = first > 0;
+    const std::size_t last = std::min(np, first + StorageList::kCapacity - (chained ? 1 : 0));
     StorageList reads;
     std::array<Slice, StorageList::kCapacity> slices{};
     for (std::size_t k = first; k < last; ++k) {
@@ -194,6 +198,7 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
       reads.add(pending_[ui].storage());
       slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
     }
+    if (chained) reads.add(flat_[ub].storage());
     push_comm(e, "bucket_pack", std::move(reads), {flat_[ub].storage()}, loc,
               [slices, count = static_cast<int>(last - first)](const OpContext& c) {
                 char* flat = static_cast<char*>(c.writes[0]->data());
@@ -201,6 +206,7 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
                   std::memcpy(flat + slices[static_cast<std::size_t>(k)].offset_bytes, c.reads[k]->data(),
                               slices[static_cast<std::size_t>(k)].nbytes);
               });
+    first = last;
   }
   comm_.all_reduce_(flat_[ub], options_.op, loc);
   for (std::size_t first = 0; first < np; first += StorageList::kCapacity) {

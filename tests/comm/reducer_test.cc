@@ -2,6 +2,7 @@
 // reduction is pushed, and starts, while backward is still computing.
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,40 @@ TEST(Reducer, MisuseIsAClearError) {
   EXPECT_THROW(GradientReducer(world(), mixed, {}), DTypeError);
   std::vector<Tensor> ints{zeros(Shape{2}, {DType::i32})};
   EXPECT_THROW(GradientReducer(world(), ints, {}), DTypeError);
+}
+
+// A gradient whose op failed poisons its whole bucket: the packs after the
+// first chunk must not wash the poison out of the flat buffer.
+TEST(Reducer, AFailedGradientPoisonsItsBucket) {
+  auto p = params_of({2, 2, 2, 2, 2});  // one bucket, packed in two ops
+  GradientReducer r(world(), p, {.bucket_mb = 25});
+  ASSERT_EQ(r.buckets().size(), 1u);
+  for (int i = 4; i >= 0; --i) {
+    if (i == 4) {
+      Tensor bad = Tensor::empty(Shape{2}, DType::f32);
+      OpDesc op;
+      op.name = "failing_gradient";
+      op.device = cpu(0);
+      op.fn = [](const OpContext&) { throw std::runtime_error("gradient kernel failed"); };
+      op.writes.add(bad.storage());
+      current_engine().push(std::move(op));
+      r.push_gradient(i, bad);
+    } else {
+      r.push_gradient(i, ones(Shape{2}));
+    }
+  }
+  for (int i : {4, 0}) {
+    try {
+      r.reduced(i).to_vector<float>();
+      ADD_FAILURE() << "reduced gradient " << i << " must carry the failure";
+    } catch (const BackendError& e) {
+      EXPECT_NE(std::string(e.what()).find("gradient kernel failed"), std::string::npos) << e.what();
+    }
+  }
+  r.finish_step();
+  // Later collectives still pair up across ranks (the failed op was local).
+  EXPECT_FALSE(world().broken());
+  current_engine().wait_all();
 }
 
 TEST(Reducer, DifferentLayoutsOnDifferentRanksAreRefused) {
