@@ -56,8 +56,15 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
-[[noreturn]] void fail(const std::string& what, const std::string& path) {
-  throw std::runtime_error(what + " " + path + ": " + std::strerror(errno));
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
+  throw std::runtime_error(what + " " + path + ": " + std::strerror(err));
+}
+
+/// Closes `fd`, removes `tmp` and throws, keeping the error that happened first.
+[[noreturn]] void abandon(int fd, const std::string& tmp, const std::string& what, int err) {
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  fail(what, tmp, err);
 }
 
 }  // namespace
@@ -78,44 +85,50 @@ void write_checkpoint(const std::string& dir, const CheckpointState& s) {
   file += body;
   put<std::uint64_t>(file, fnv1a(body));
 
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create", dir);
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create", dir, errno);
   const std::string path = checkpoint_path(dir);
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail("cannot write", tmp);
+  if (fd < 0) fail("cannot write", tmp, errno);
   std::size_t done = 0;
   while (done < file.size()) {
     const ssize_t n = ::write(fd, file.data() + done, file.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("cannot write", tmp);
-    }
+    if (n < 0) abandon(fd, tmp, "cannot write", errno);
+    if (n == 0) abandon(fd, tmp, "cannot write", EIO);
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
+  if (::fsync(fd) != 0) abandon(fd, tmp, "cannot fsync", errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
     ::unlink(tmp.c_str());
-    fail("cannot fsync", tmp);
+    fail("cannot close", tmp, err);
   }
-  ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
     ::unlink(tmp.c_str());
-    fail("cannot rename to", path);
+    fail("cannot rename to", path, err);
   }
   // The rename itself is durable only once the directory is synced.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
+  if (dfd < 0) fail("cannot open", dir, errno);
+  if (::fsync(dfd) != 0) {
+    const int err = errno;
     ::close(dfd);
+    fail("cannot fsync", dir, err);
   }
+  ::close(dfd);
 }
 
 std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
   const std::string path = checkpoint_path(dir);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::nullopt;  // only a missing file means "none"
+    fail("cannot read", path, errno);
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in) fail("cannot read", path, errno ? errno : EIO);
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (file.size() < sizeof kMagic + sizeof(std::uint64_t) || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
     throw std::runtime_error(path + ": not a tide checkpoint (bad magic)");

@@ -106,6 +106,10 @@ Idx read_idx(const std::string& path) {
     const std::uint32_t v = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
                             (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
     idx.dims.push_back(v);
+    // Checked as it grows, so a forged header cannot wrap the product around.
+    if (v != 0 && count > (bytes.size() + 1) / v)
+      throw std::runtime_error(path + ": header promises more data than the file's " +
+                               std::to_string(bytes.size()) + " bytes");
     count *= v;
   }
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(ndims);

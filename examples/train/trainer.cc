@@ -128,6 +128,8 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   Engine& e = current_engine();
   const int ranks = comm.size(), rank = comm.rank();
   Sampler sampler(data.train.rows, cfg.batch, rank, ranks, cfg.seed);
+  if (static_cast<double>(cfg.log_every) * static_cast<double>(cfg.batch * ranks) >= 2147483648.0)
+    throw ValueError("train: log interval x global batch must stay below 2^31 (the correct-count is i32)");
   const std::int64_t spe = sampler.steps_per_epoch();
   std::int64_t total = spe * cfg.epochs;
   if (cfg.max_steps > 0) total = std::min(total, cfg.max_steps);
@@ -148,22 +150,28 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   Tensor loss_sum = zeros(Shape{}, {cfg.dtype});
   Tensor correct_sum = zeros(Shape{}, {DType::i32});
 
-  // Everything a checkpoint holds, in a fixed order.
+  // The state every rank holds the same copy of, in a fixed order. A
+  // checkpoint holds these, then each rank's loss and correct-count sums of
+  // the open log interval (one value per rank), then {first step of that
+  // interval}. Resumed on as many ranks, each rank takes its own sums back;
+  // on another number of ranks, rank 0 takes the totals (the same up to
+  // rounding).
   auto everything = [&] {
     std::vector<Tensor*> all;
     for (auto* v : {&model.params, &state1, &state2})
       for (Tensor& t : *v) all.push_back(&t);
-    all.push_back(&loss_sum);
-    all.push_back(&correct_sum);
     return all;
   };
+  constexpr std::size_t kExtra = 3;
 
-  // Resume: rank 0 reads the checkpoint and tells the others what it found.
+  // Resume: rank 0 reads and checks the checkpoint, then tells the others
+  // what it found (every failure is reported through that one broadcast, so
+  // no rank is left waiting).
   const std::string fp = fingerprint(cfg, data, ranks);
-  std::int64_t start = 0;
+  std::int64_t start = 0, log_from = 0;
   if (cfg.resume) {
     constexpr double kNone = 0, kOk = 1, kFailed = 2;  // what rank 0 found
-    std::vector<double> meta{kNone, 0};
+    std::vector<double> meta{kNone, 0, 0, 0};
     std::string why;
     std::optional<CheckpointState> ck;
     if (rank == 0) {
@@ -172,36 +180,71 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
         if (ck && ck->fingerprint != fp)
           throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " is of another run:\n  it has  " +
                                    ck->fingerprint + "\n  this is " + fp);
-        if (ck && ck->tensors.size() != everything().size())
+        auto all = everything();
+        if (ck && ck->tensors.size() != all.size() + kExtra)
           throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " holds " +
                                    std::to_string(ck->tensors.size()) + " tensors, expected " +
-                                   std::to_string(everything().size()));
-        if (ck) meta = {kOk, static_cast<double>(ck->step)};
+                                   std::to_string(all.size() + kExtra));
+        for (std::size_t i = 0; ck && i < all.size(); ++i)
+          if (static_cast<std::int64_t>(ck->tensors[i].size()) != all[i]->numel())
+            throw std::runtime_error("checkpoint tensor " + std::to_string(i) + " has " +
+                                     std::to_string(ck->tensors[i].size()) + " values, expected " +
+                                     std::to_string(all[i]->numel()));
+        if (ck && (ck->tensors[all.size()].size() != ck->tensors[all.size() + 1].size() ||
+                   ck->tensors[all.size()].empty() || ck->tensors[all.size() + 2].size() != 1))
+          throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " has malformed interval sums");
+        if (ck && ck->step > total)
+          throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " is at step " +
+                                   std::to_string(ck->step) + ", past the end of this run (" +
+                                   std::to_string(total) + " steps)");
+        if (ck)
+          meta = {kOk, static_cast<double>(ck->step), ck->tensors.back()[0],
+                  static_cast<double>(ck->tensors[everything().size()].size())};
       } catch (const std::exception& ex) {
         why = ex.what();
-        meta = {kFailed, 0};
+        meta = {kFailed, 0, 0, 0};
       }
     }
-    Tensor m = from_vector(meta, Shape{2});
+    Tensor m = from_vector(meta, Shape{4});
     comm.broadcast_(m, 0);
     meta = m.to_vector<double>();
     if (meta[0] == kFailed)
       throw std::runtime_error(rank == 0 ? why : "rank 0 could not resume from " + cfg.checkpoint_dir);
     if (meta[0] == kOk) {
       start = static_cast<std::int64_t>(meta[1]);
+      log_from = static_cast<std::int64_t>(meta[2]);
       if (rank == 0) {
         auto all = everything();
-        for (std::size_t i = 0; i < all.size(); ++i) {
-          Tensor& t = *all[i];
-          if (static_cast<std::int64_t>(ck->tensors[i].size()) != t.numel())
-            throw std::runtime_error("checkpoint tensor " + std::to_string(i) + " has " +
-                                     std::to_string(ck->tensors[i].size()) + " values, expected " +
-                                     std::to_string(t.numel()));
-          copy_(t, host_tensor(ck->tensors[i], t.shape(), t.dtype()));
+        for (std::size_t i = 0; i < all.size(); ++i)
+          copy_(*all[i], host_tensor(ck->tensors[i], all[i]->shape(), all[i]->dtype()));
+      }
+      // Every rank's own interval sums, from rank 0.
+      const auto saved_ranks = static_cast<std::int64_t>(meta[3]);
+      std::vector<double> sums(static_cast<std::size_t>(2 * saved_ranks), 0.0);
+      if (rank == 0) {
+        const auto& l = ck->tensors[everything().size()];
+        const auto& c = ck->tensors[everything().size() + 1];
+        std::copy(l.begin(), l.end(), sums.begin());
+        std::copy(c.begin(), c.end(), sums.begin() + saved_ranks);
+      }
+      Tensor st = from_vector(sums, Shape{2 * saved_ranks});
+      comm.broadcast_(st, 0);
+      sums = st.to_vector<double>();
+      double my_loss = 0, my_correct = 0;
+      if (saved_ranks == ranks) {
+        my_loss = sums[static_cast<std::size_t>(rank)];
+        my_correct = sums[static_cast<std::size_t>(saved_ranks + rank)];
+      } else if (rank == 0) {
+        for (std::int64_t r = 0; r < saved_ranks; ++r) {
+          my_loss += sums[static_cast<std::size_t>(r)];
+          my_correct += sums[static_cast<std::size_t>(saved_ranks + r)];
         }
       }
+      loss_sum = host_tensor(std::vector<double>{my_loss}, Shape{}, cfg.dtype);
+      correct_sum = host_tensor(std::vector<double>{my_correct}, Shape{}, DType::i32);
       if (progress.out)
-        *progress.out << "resuming from " << checkpoint_path(cfg.checkpoint_dir) << " at step " << start << "\n";
+        *progress.out << "resuming from " << checkpoint_path(cfg.checkpoint_dir) << " at step " << start
+                      << (start == total ? ": the run is already complete" : "") << "\n";
     } else if (progress.out) {
       *progress.out << "no checkpoint in " << cfg.checkpoint_dir << ": starting from step 0\n";
     }
@@ -209,7 +252,15 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   // Every rank starts from rank 0's parameters and state.
   for (Tensor* t : everything()) comm.broadcast_(*t, 0);
 
-  const SyncPolicy old_policy = e.policy();
+  // The policy and tracing are the engine's: give them back however train() ends.
+  struct Restore {
+    Engine& e;
+    SyncPolicy policy;
+    ~Restore() {
+      e.set_tracing(false);
+      e.set_policy(policy);
+    }
+  } restore{e, e.policy()};
   e.set_policy(cfg.lookahead > 0 ? SyncPolicy::steps(static_cast<std::uint32_t>(cfg.lookahead))
                                  : SyncPolicy::unbounded());
   e.wait_all();
@@ -234,7 +285,6 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   std::vector<std::int32_t> yb;
   const Shape xshape{cfg.batch, data.train.features};
   double t_warm = now_s(), t_log = now_s();
-  std::int64_t log_from = start - start % cfg.log_every;  // a resumed interval keeps its sums
 
   for (std::int64_t step = start; step < total; ++step) {
     if (step == start + warm) t_warm = now_s();
@@ -302,23 +352,43 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
         else *progress.out << line.str() << "\n";
         progress.out->flush();
       }
-      loss_sum = zeros(Shape{}, {cfg.dtype});
-      correct_sum = zeros(Shape{}, {DType::i32});
-      log_from = step + 1;
-      t_log = t;
+      // A run that ends between log lines reports the open interval but keeps
+      // its sums, so a checkpoint taken now resumes into the same interval.
+      if ((step + 1) % cfg.log_every == 0) {
+        loss_sum = zeros(Shape{}, {cfg.dtype});
+        correct_sum = zeros(Shape{}, {DType::i32});
+        log_from = step + 1;
+        t_log = t;
+      }
     }
 
     const bool epoch_end = (step + 1) % spe == 0;
     const bool due = cfg.checkpoint_every > 0 ? (step + 1) % cfg.checkpoint_every == 0 : epoch_end;
     if (!cfg.checkpoint_dir.empty() && (due || last)) {
+      // Rank 0 writes; then it tells every rank whether that worked, so a
+      // failed write ends the run everywhere at once. The other ranks wait
+      // under TIDE_COMM_TIMEOUT, which must exceed the time a write takes.
+      std::string why;
+      Tensor loss_per_rank = comm.all_gather(loss_sum);
+      Tensor correct_per_rank = comm.all_gather(correct_sum);
       if (rank == 0) {
-        CheckpointState ck;
-        ck.fingerprint = fp;
-        ck.step = step + 1;
-        for (Tensor* t : everything()) ck.tensors.push_back(t->to_vector<double>());
-        write_checkpoint(cfg.checkpoint_dir, ck);
+        try {
+          CheckpointState ck;
+          ck.fingerprint = fp;
+          ck.step = step + 1;
+          for (Tensor* t : everything()) ck.tensors.push_back(t->to_vector<double>());
+          ck.tensors.push_back(loss_per_rank.to_vector<double>());
+          ck.tensors.push_back(correct_per_rank.to_vector<double>());
+          ck.tensors.push_back({static_cast<double>(log_from)});
+          write_checkpoint(cfg.checkpoint_dir, ck);
+        } catch (const std::exception& ex) {
+          why = ex.what();
+        }
       }
-      comm.barrier();
+      Tensor ok = from_vector(std::vector<std::int32_t>{why.empty() ? 1 : 0});
+      comm.broadcast_(ok, 0);
+      if (ok.item<std::int32_t>() != 1)
+        throw std::runtime_error(rank == 0 ? why : "rank 0 could not write a checkpoint to " + cfg.checkpoint_dir);
     }
   }
   e.wait_all();
@@ -394,7 +464,6 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   const double test_correct = comm.all_reduce(correct, ReduceOp::sum).item<double>();
   res.test_accuracy = test.rows ? test_correct / static_cast<double>(test.rows) : 0;
   for (const Tensor& p : model.params) res.params.push_back(p.to_vector<double>());
-  e.set_policy(old_policy);
   return res;
 }
 
