@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tide across the namespace "nodes" of scripts/cluster.sh (ctest label
+# "cluster"). Exits 77 (ctest's SKIP_RETURN_CODE), saying why, when no
+# cluster of at least 2 nodes is up; scripts/test.sh brings one up first.
+#
+#   run_cluster_test.sh collectives TIDE_COMM_TESTS   # 2 nodes x 2 ranks, every collective test,
+#                                                     # then with 2 cpu devices per rank
+#   run_cluster_test.sh where WHERE_PROGRAM           # 2 nodes x 2 ranks, node-local ranks
+#   run_cluster_test.sh train TRAINER WORK_DIR        # 2 nodes x 1 rank and 1 node x 2 ranks,
+#                                                     # same final loss
+#
+# Every mpirun runs under `timeout` (TIDE_CLUSTER_TEST_LIMIT seconds, default
+# 60), so a hang fails the test and takes its daemons with it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cluster=$root/scripts/cluster.sh
+limit=${TIDE_CLUSTER_TEST_LIMIT:-60}
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAILED: $*"; exit 1; }
+
+[ $# -ge 2 ] || { echo "usage: run_cluster_test.sh collectives|where|train PROGRAM [WORK_DIR]" >&2; exit 2; }
+mode=$1
+prog=$2
+[ -x "$prog" ] || fail "no program $prog"
+
+status=$("$cluster" status 2>&1) || skip "no namespace cluster is up (scripts/cluster.sh up 2, as root): $status"
+nodes=$(echo "$status" | grep -c ' up$' || true)
+[ "$nodes" -ge 2 ] || skip "the cluster has $nodes node(s), these tests need 2"
+
+# As root, mpirun asks to be told that it is meant. The namespace nodes share
+# the machine's 2 cores, and Open MPI would bind a node's first rank to core 0
+# on every node: no binding.
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+export TIDE_COMM_TIMEOUT=${TIDE_COMM_TIMEOUT:-20}
+launch=("$root/launch/tiderun" --rsh-agent "$("$cluster" agent)" --net "$("$cluster" net)" --bind-to none)
+
+run() {
+  echo "+ ${launch[*]} $*"
+  timeout "$limit" "${launch[@]}" "$@"
+}
+
+case "$mode" in
+  collectives)
+    run -np 4 -H node1:2,node2:2 "$prog" || fail "the collective tests failed across 2 nodes (status $?)"
+    # Again with 2 cpu devices per rank: the tests that need them, and groups.
+    run -np 4 -H node1:2,node2:2 "$prog" --tide-cpu-devices=2 --gtest_filter='MultiDevice.*:Split.*' ||
+      fail "the multi-device and group tests failed across 2 nodes (status $?)"
+    echo "OK: collective tests on 2 nodes x 2 ranks, with 1 and 2 cpu devices per rank"
+    ;;
+
+  where)
+    out=$(run -np 4 -H node1:2,node2:2 "$prog") || fail "the program failed (status $?): $out"
+    echo "$out"
+    # Lines "rank R local L/S host H netns N world W", by rank: ranks 0,1 on
+    # node1 and 2,3 on node2 (mpirun fills a host's slots first), each with
+    # local ranks 0,1 of 2, and one network namespace per node.
+    echo "$out" | grep '^rank ' | sort -k2,2n | awk '
+      { split($4, ls, "/"); rank[NR - 1] = $2; local[NR - 1] = ls[1]; size[NR - 1] = ls[2]
+        host[NR - 1] = $6; ns[NR - 1] = $8; world[NR - 1] = $10 }
+      END {
+        bad = 0
+        if (NR != 4) { print "expected 4 ranks, got " NR; exit 1 }
+        for (r = 0; r < 4; ++r) {
+          want_host = r < 2 ? "node1" : "node2"
+          if (rank[r] != r) { print "no line for rank " r; bad = 1 }
+          if (host[r] != want_host) { print "rank " r " runs on " host[r] ", expected " want_host; bad = 1 }
+          if (local[r] != r % 2 || size[r] != 2) { print "rank " r ": local " local[r] "/" size[r] ", expected " r % 2 "/2"; bad = 1 }
+          if (world[r] != 4) { print "rank " r " counted a world of " world[r]; bad = 1 }
+        }
+        if (ns[0] != ns[1] || ns[2] != ns[3] || ns[0] == ns[2]) { print "network namespaces do not match the nodes"; bad = 1 }
+        exit bad
+      }' || fail "node-local ranks are wrong"
+    echo "OK: node-local ranks 0,1 of 2 on node1 and on node2"
+    ;;
+
+  train)
+    work=${3:?"train needs a work directory"}
+    mkdir -p "$work"
+    # Same global batches (2 x 64 rows) and the same reduction either way.
+    args=(--max-steps 60 --dtype f64 --progress lines)
+    run -np 2 -H node1:1,node2:1 "$prog" "${args[@]}" --json "$work/train_2x1.json" || fail "2 nodes x 1 rank failed"
+    run -np 2 -H node1:2 "$prog" "${args[@]}" --json "$work/train_1x2.json" || fail "1 node x 2 ranks failed"
+    loss() { sed -n 's/.*"final_loss": *\([^,}]*\).*/\1/p' "$1" | head -1; }
+    a=$(loss "$work/train_2x1.json")
+    b=$(loss "$work/train_1x2.json")
+    [ -n "$a" ] && [ -n "$b" ] || fail "no final_loss in the JSON files ($work)"
+    echo "final loss: 2 nodes x 1 rank $a, 1 node x 2 ranks $b$([ "$a" = "$b" ] && echo " (identical)")"
+    awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-12) }' ||
+      fail "final losses differ by more than 1e-12"
+    echo "OK: the same final loss on 2 nodes x 1 rank and 1 node x 2 ranks"
+    ;;
+
+  *) echo "run_cluster_test.sh: unknown mode '$mode'" >&2; exit 2 ;;
+esac
