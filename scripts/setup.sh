@@ -4,7 +4,7 @@
 # --bench also installs gnuplot, which the benchmark scripts plot with.
 set -euo pipefail
 
-packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev)
+packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(gnuplot-nox) ;;
