@@ -466,7 +466,8 @@ void Communicator::barrier(Loc loc) {
 namespace {
 
 /// out = op over the op's reads (elementwise); with `accumulate`, out takes
-/// part too. avg sums: the cross-rank op divides.
+/// part too, and is also the last read (listed so that its poison stops the
+/// op), which is not reduced again. avg sums: the cross-rank op divides.
 void reduce_reads(const OpContext& c, std::int64_t n, DType dt, ReduceOp op, bool accumulate) {
   dispatch_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
@@ -476,7 +477,8 @@ void reduce_reads(const OpContext& c, std::int64_t n, DType dt, ReduceOp op, boo
       if (n) std::memcpy(out, c.in<T>(0), static_cast<std::size_t>(n) * sizeof(T));
       first = 1;
     }
-    for (int r = first; r < c.nreads; ++r) {
+    const int last = accumulate ? c.nreads - 1 : c.nreads;
+    for (int r = first; r < last; ++r) {
       const T* in = c.in<T>(r);
       switch (op) {
         case ReduceOp::sum:
@@ -532,22 +534,28 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   constexpr int kChunk = StorageList::kCapacity;
   auto buffer = e.allocate(cpu(0), nbytes);
 
-  // 1. Reduce this rank's tensors into the buffer, at most kChunk per op.
+  // 1. Reduce this rank's tensors into the buffer: the first op takes up to
+  // kChunk tensors, the later ones kChunk - 1 and the buffer (so that a
+  // failed tensor's poison in the buffer is not washed out by a later op).
   // Each op reads its tensors, so it waits for their producers on their own
   // devices' streams.
-  for (int first = 0; first < ntensors; first += kChunk) {
-    StorageList reads;
-    for (int i = first; i < std::min(first + kChunk, ntensors); ++i)
-      reads.add(per_device[static_cast<std::size_t>(i)].storage());
+  for (int first = 0; first < ntensors;) {
     const bool accumulate = first > 0;
+    const int last = std::min(first + (accumulate ? kChunk - 1 : kChunk), ntensors);
+    StorageList reads;
+    for (int i = first; i < last; ++i) reads.add(per_device[static_cast<std::size_t>(i)].storage());
+    if (accumulate) reads.add(buffer);
     push_collective(e, "all_reduce_local", std::move(reads), {buffer}, loc,
                     [n, dt, op, accumulate](const OpContext& c) { reduce_reads(c, n, dt, op, accumulate); });
+    first = last;
   }
 
-  // 2. Across ranks, in place in the buffer.
+  // 2. Across ranks, in place in the buffer. It reads the buffer too, so
+  // that a failed tensor's poison reaches the results (like a one-tensor
+  // all-reduce, it is then skipped).
   CollectiveId what{"all_reduce", impl_->next_seq++, n, dt, reduce_op_name(op)};
   what.devices = ntensors;
-  push_collective(e, "all_reduce", {}, {buffer}, loc, [impl = impl_, what, n, dt, op, ntensors](const OpContext& c) {
+  push_collective(e, "all_reduce", {buffer}, {buffer}, loc, [impl = impl_, what, n, dt, op, ntensors](const OpContext& c) {
     void* data = c.writes[0]->data();
     reduce_across_ranks(*impl, what, data, n, dt, op);
     if (op == ReduceOp::avg) divide(data, n, dt, ntensors * impl->size);
