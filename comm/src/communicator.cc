@@ -1,17 +1,13 @@
 #include <tide/comm/communicator.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <sstream>
-#include <thread>
 
 #include <tide/core/engine.h>
 
+#include "comm_impl.h"
 #include "mpi_check.h"
 
 namespace tide {
@@ -35,149 +31,16 @@ CommOptions CommOptions::from_env() {
       throw ValueError(std::string("TIDE_COMM_TIMEOUT=") + v + ": expected a positive number of seconds");
     o.timeout_s = s;
   }
+  if (const char* v = std::getenv("TIDE_DESYNC_CHECK"); v && *v) {
+    const std::string s = v;
+    if (s != "0" && s != "1") throw ValueError("TIDE_DESYNC_CHECK=" + s + ": expected 0 or 1");
+    o.desync_check = s == "1";
+  }
   return o;
 }
 
-namespace {
-
-/// Names one collective for error messages; formatted only on failure, so a
-/// push pays for no string.
-struct CollectiveId {
-  const char* name;
-  std::uint64_t seq;
-  std::int64_t count;
-  DType dtype;
-  const char* op = nullptr;  // reduction, if any
-  int root = -1;             // broadcast root, if any
-  int devices = 0;           // tensors per rank, for a multi-device all-reduce
-
-  /// `peers`: "2 ranks", "group of 2 ranks".
-  std::string str(const std::string& peers) const {
-    std::ostringstream os;
-    os << name << " #" << seq << " (";
-    if (devices > 1) os << devices << " devices x ";
-    if (count >= 0) os << count << " x " << dtype_name(dtype) << ", ";
-    if (op) os << op << ", ";
-    if (root >= 0) os << "root " << root << ", ";
-    os << peers << ")";
-    return os.str();
-  }
-};
-
-}  // namespace
-
-struct Communicator::Impl {
-  bool mpi = false;
-  MPI_Comm comm = MPI_COMM_NULL;
-  int rank = 0;
-  int size = 1;
-  int world_rank = 0;
-  CommOptions options;
-  /// The communicator this one was split from (null for a world): a failure
-  /// here breaks it too, so the Runtime sees it and aborts.
-  std::shared_ptr<Impl> parent;
-  /// Whether ~Impl frees `comm`. A group's is freed by an op on the comm
-  /// thread instead (see ~Communicator), since the frontend must not call
-  /// MPI while that thread may.
-  bool free_in_destructor = true;
-  std::uint64_t next_seq = 0;  // frontend only
-  std::atomic<bool> broken{false};
-  std::mutex mutex;
-  std::string broken_reason;  // guarded by mutex
-
-  ~Impl() {
-    if (!mpi || !free_in_destructor || comm == MPI_COMM_NULL || is_broken()) return;
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm);
-  }
-
-  /// "2 ranks" for a world, "group of 2 ranks" for a split.
-  std::string peers() const {
-    return (parent ? "group of " : "") + std::to_string(size) + (size == 1 ? " rank" : " ranks");
-  }
-
-  bool is_broken() const {
-    for (const Impl* p = this; p; p = p->parent.get())
-      if (p->broken.load(std::memory_order_acquire)) return true;
-    return false;
-  }
-
-  void check_usable() {
-    for (Impl* p = this; p; p = p->parent.get()) {
-      if (!p->broken.load(std::memory_order_acquire)) continue;
-      std::lock_guard<std::mutex> lock(p->mutex);
-      throw CommError("communicator is broken by an earlier failure: " + p->broken_reason);
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& what) {
-    for (Impl* p = this; p; p = p->parent.get()) {
-      {
-        std::lock_guard<std::mutex> lock(p->mutex);
-        if (p->broken_reason.empty()) p->broken_reason = p == this ? what : "in a communicator split from it: " + what;
-      }
-      p->broken.store(true, std::memory_order_release);
-    }
-    throw CommError(what);
-  }
-
-  /// Runs one collective on the comm thread. Small ones use MPI's
-  /// non-blocking form, polled against the deadline. Large ones first check
-  /// that every rank has arrived (a polled, timed non-blocking barrier) and
-  /// then call MPI's blocking form: Open MPI's non-blocking collectives reach
-  /// well under half the bandwidth of its tuned blocking ones. Once all ranks
-  /// are in, the blocking call can only stall if a peer dies, and then the
-  /// launcher ends the job.
-  template <typename StartNonBlocking, typename Blocking>
-  void collective(const CollectiveId& what, std::size_t bytes, StartNonBlocking start, Blocking blocking) {
-    MPI_Request req;
-    if (bytes < kBlockingFromBytes) {
-      TIDE_MPI_CHECK(start(&req));
-      wait(req, what);
-      return;
-    }
-    TIDE_MPI_CHECK(MPI_Ibarrier(comm, &req));
-    wait(req, what);
-    TIDE_MPI_CHECK(blocking());
-  }
-  static constexpr std::size_t kBlockingFromBytes = 64 << 10;
-
-  /// Polls `req` until done or the deadline; runs on the comm thread.
-  void wait(MPI_Request& req, const CollectiveId& what) {
-    using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
-    const auto deadline = start + std::chrono::duration<double>(options.timeout_s);
-    // MPI progresses a non-blocking collective only inside MPI calls, so the
-    // first ~100 us poll without sleeping (yielding, so that compute threads
-    // sharing the core still run). Past that the collective is waiting for a
-    // peer that is still computing, and a spinning poller would take the CPU
-    // that peer (or this rank's own compute stream) needs: poll every 50 us,
-    // and past a second every millisecond.
-    auto pause = std::chrono::microseconds(0);
-    for (int polls = 0;; ++polls) {
-      int done = 0;
-      TIDE_MPI_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
-      if (done) return;
-      if (polls > 100) std::this_thread::yield();
-      if ((polls & 15) == 0 && polls > 0) {
-        const auto waited = clock::now() - start;
-        pause = waited > std::chrono::seconds(1)           ? std::chrono::microseconds(1000)
-                : waited > std::chrono::microseconds(100) ? std::chrono::microseconds(50)
-                                                           : std::chrono::microseconds(0);
-      }
-      if (pause.count()) std::this_thread::sleep_for(pause);
-      if ((polls & 15) == 0 && clock::now() > deadline) {
-        std::ostringstream os;
-        os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
-           << (parent ? "the " : "") << peers();
-        if (parent) os << " (world rank " << world_rank << ")";
-        os << ": a peer never joined, died, or runs a different sequence of collectives";
-        fail(os.str());
-      }
-    }
-  }
-};
+using detail::CollectiveId;
+using detail::CollectiveKind;
 
 namespace {
 
@@ -257,7 +120,10 @@ Communicator::~Communicator() {
     op.device = cpu(0);
     op.stream = static_cast<int>(StreamKind::comm);
     op.fn = [impl = impl_](const OpContext&) {
-      if (!impl->is_broken()) TIDE_MPI_CHECK(MPI_Comm_free(&impl->comm));
+      if (impl->is_broken()) return;
+      impl->finish_checks();  // every member frees the group, so checks in flight complete
+      if (impl->check_comm != MPI_COMM_NULL) TIDE_MPI_CHECK(MPI_Comm_free(&impl->check_comm));
+      TIDE_MPI_CHECK(MPI_Comm_free(&impl->comm));
     };
     e->push(std::move(op));
   } catch (...) {
@@ -284,9 +150,14 @@ std::shared_ptr<Communicator> Communicator::mpi_world(const CommOptions& o) {
   impl->options = o;
   impl->mpi = true;
   TIDE_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &impl->comm));
+  // Errors come back as return codes (and break the communicator, naming
+  // the collective) instead of ending the job inside MPI with no context.
+  // Groups and the desync check's duplicate inherit this.
+  TIDE_MPI_CHECK(MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN));
   TIDE_MPI_CHECK(MPI_Comm_rank(impl->comm, &impl->rank));
   TIDE_MPI_CHECK(MPI_Comm_size(impl->comm, &impl->size));
   impl->world_rank = impl->rank;
+  impl->enable_checks();
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
@@ -294,6 +165,7 @@ int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 bool Communicator::uses_mpi() const { return impl_->mpi; }
 bool Communicator::broken() const { return impl_->is_broken(); }
+std::string Communicator::failure() const { return impl_->failure(); }
 
 namespace {
 
@@ -326,13 +198,13 @@ Tensor copy_on_comm_stream(const Tensor& t, const char* name, Loc loc) {
 void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
   Engine& e = engine_of(t, "all_reduce_");
   check_reduce("all_reduce_", t, op);
-  const std::uint64_t seq = impl_->next_seq++;
-  const CollectiveId what{"all_reduce", seq, t.numel(), t.dtype(), reduce_op_name(op)};
+  const CollectiveId what = impl_->begin(CollectiveKind::all_reduce, t.numel(), t.dtype(), static_cast<int>(op));
   auto impl = impl_;
   const std::int64_t n = t.numel();
   const DType dt = t.dtype();
   push_collective(e, "all_reduce", {t.storage()}, {t.storage()}, loc,
                   [impl, what, n, dt, op](const OpContext& c) {
+                    impl->running(what.seq);
                     void* data = c.writes[0]->data();
                     reduce_across_ranks(*impl, what, data, n, dt, op);
                     if (op == ReduceOp::avg && impl->size > 1) divide(data, n, dt, impl->size);
@@ -352,13 +224,13 @@ void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
   if (root < 0 || root >= impl_->size)
     throw ValueError("broadcast: root " + std::to_string(root) + " is not a rank of " +
                      (impl_->parent ? "this " + impl_->peers() : "a world of " + std::to_string(impl_->size)));
-  const std::uint64_t seq = impl_->next_seq++;
-  const CollectiveId what{"broadcast", seq, t.numel(), t.dtype(), nullptr, root};
+  const CollectiveId what = impl_->begin(CollectiveKind::broadcast, t.numel(), t.dtype(), -1, root);
   auto impl = impl_;
   const std::int64_t n = t.numel();
   const DType dt = t.dtype();
   push_collective(e, "broadcast", {t.storage()}, {t.storage()}, loc,
                   [impl, what, n, dt, root](const OpContext& c) {
+                    impl->running(what.seq);
                     impl->check_usable();
                     if (!impl->mpi || impl->size == 1) return;
                     void* data = c.writes[0]->data();
@@ -382,22 +254,21 @@ Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
   Shape shape;
   shape.push_back(impl_->size);
   for (auto d : t.shape()) shape.push_back(d);
-  const std::uint64_t seq = impl_->next_seq++;
-  const CollectiveId what{"all_gather", seq, t.numel(), t.dtype()};
+  const CollectiveId what = impl_->begin(CollectiveKind::all_gather, t.numel(), t.dtype());
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());
   auto impl = impl_;
   const std::int64_t n = t.numel();
   const DType dt = t.dtype();
   push_collective(e, "all_gather", {t.storage()}, {out.storage()}, loc,
                   [impl, what, n, dt](const OpContext& c) {
+                    impl->running(what.seq);
                     impl->check_usable();
-                    if (!impl->mpi || impl->size == 1) {
-                      std::memcpy(c.writes[0]->data(), c.reads[0]->data(),
-                                  static_cast<std::size_t>(n) * dtype_size(dt));
-                      return;
-                    }
                     const void* in = c.reads[0]->data();
                     void* out = c.writes[0]->data();
+                    if (!impl->mpi || impl->size == 1) {
+                      std::memcpy(out, in, static_cast<std::size_t>(n) * dtype_size(dt));
+                      return;
+                    }
                     const int count = static_cast<int>(n);
                     const MPI_Datatype type = mpi_type(dt);
                     impl->collective(
@@ -417,21 +288,22 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
   Shape shape;
   shape.push_back(t.shape()[0] / impl_->size);
   for (int i = 1; i < t.ndim(); ++i) shape.push_back(t.shape()[i]);
-  const std::uint64_t seq = impl_->next_seq++;
-  const CollectiveId what{"reduce_scatter", seq, t.numel(), t.dtype(), reduce_op_name(op)};
+  const CollectiveId what =
+      impl_->begin(CollectiveKind::reduce_scatter, t.numel(), t.dtype(), static_cast<int>(op));
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());
   auto impl = impl_;
   const std::int64_t block = shape.numel();
   const DType dt = t.dtype();
   push_collective(e, "reduce_scatter", {t.storage()}, {out.storage()}, loc,
                   [impl, what, block, dt, op](const OpContext& c) {
+                    impl->running(what.seq);
                     impl->check_usable();
                     void* out_data = c.writes[0]->data();
+                    const void* in = c.reads[0]->data();
                     if (!impl->mpi || impl->size == 1) {
-                      std::memcpy(out_data, c.reads[0]->data(), static_cast<std::size_t>(block) * dtype_size(dt));
+                      std::memcpy(out_data, in, static_cast<std::size_t>(block) * dtype_size(dt));
                       return;
                     }
-                    const void* in = c.reads[0]->data();
                     const int count = static_cast<int>(block);
                     impl->collective(
                         what, static_cast<std::size_t>(block) * dtype_size(dt) * static_cast<std::size_t>(impl->size),
@@ -446,16 +318,17 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
 
 void Communicator::barrier(Loc loc) {
   Engine& e = current_engine();
-  const std::uint64_t seq = impl_->next_seq++;
-  const CollectiveId what{"barrier", seq, -1, DType::f32};
+  const CollectiveId what = impl_->begin(CollectiveKind::barrier);
   auto token = e.allocate(cpu(0), 1);
   auto impl = impl_;
   push_collective(e, "barrier", {}, {token}, loc,
                   [impl, what](const OpContext&) {
+                    impl->running(what.seq);
                     impl->check_usable();
                     if (!impl->mpi || impl->size == 1) return;
                     MPI_Request req;
-                    TIDE_MPI_CHECK(MPI_Ibarrier(impl->comm, &req));
+                    if (int rc = MPI_Ibarrier(impl->comm, &req); rc != MPI_SUCCESS)
+                      impl->mpi_failed(rc, "MPI_Ibarrier", what);
                     impl->wait(req, what);
                   });
   e.wait_for(*token, "barrier", loc);
@@ -553,9 +426,10 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   // 2. Across ranks, in place in the buffer. It reads the buffer too, so
   // that a failed tensor's poison reaches the results (like a one-tensor
   // all-reduce, it is then skipped).
-  CollectiveId what{"all_reduce", impl_->next_seq++, n, dt, reduce_op_name(op)};
-  what.devices = ntensors;
-  push_collective(e, "all_reduce", {buffer}, {buffer}, loc, [impl = impl_, what, n, dt, op, ntensors](const OpContext& c) {
+  const CollectiveId what = impl_->begin(CollectiveKind::all_reduce, n, dt, static_cast<int>(op), -1, ntensors);
+  push_collective(e, "all_reduce", {buffer}, {buffer}, loc,
+                  [impl = impl_, what, n, dt, op, ntensors](const OpContext& c) {
+    impl->running(what.seq);
     void* data = c.writes[0]->data();
     reduce_across_ranks(*impl, what, data, n, dt, op);
     if (op == ReduceOp::avg) divide(data, n, dt, ntensors * impl->size);
@@ -586,19 +460,21 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, Loc loc) {
   group->options = impl_->options;
   group->parent = impl_;
   group->free_in_destructor = false;  // until the split has succeeded
-  const CollectiveId what{"split", impl_->next_seq++, -1, DType::f32};
+  const CollectiveId what = impl_->begin(CollectiveKind::split);
   auto token = e.allocate(cpu(0), 1);
   // MPI_Comm_split blocks until every rank calls it, so a timed, polled
-  // barrier first checks that they have arrived (as for large collectives).
+  // rendezvous first checks that they have arrived at this split (as for
+  // large collectives).
   push_collective(e, "split", {}, {token}, loc, [impl = impl_, group, what, color, key](const OpContext&) {
+    impl->running(what.seq);
     impl->check_usable();
-    MPI_Request req;
-    TIDE_MPI_CHECK(MPI_Ibarrier(impl->comm, &req));
-    impl->wait(req, what);
-    TIDE_MPI_CHECK(MPI_Comm_split(impl->comm, color, key, &group->comm));
+    impl->arrive(what);
+    if (int rc = MPI_Comm_split(impl->comm, color, key, &group->comm); rc != MPI_SUCCESS)
+      impl->mpi_failed(rc, "MPI_Comm_split", what);
     TIDE_MPI_CHECK(MPI_Comm_rank(group->comm, &group->rank));
     TIDE_MPI_CHECK(MPI_Comm_size(group->comm, &group->size));
     group->world_rank = impl->world_rank;
+    group->enable_checks();  // a collective over the group: every member runs it here
     group->free_in_destructor = true;  // ~Communicator hands it to the comm thread
   });
   e.wait_for(*token, "split", loc);

@@ -10,10 +10,16 @@
 
 namespace tide::detail {
 
-[[noreturn]] inline void mpi_fail(int code, const char* expr, const char* file, int line) {
+/// MPI's text for an error code.
+inline std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   MPI_Error_string(code, text, &len);
+  return text;
+}
+
+[[noreturn]] inline void mpi_fail(int code, const char* expr, const char* file, int line) {
+  const std::string text = mpi_error_text(code);
   int rank = -1, initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);

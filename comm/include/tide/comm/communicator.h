@@ -9,6 +9,20 @@
 // communicator is broken: later collectives fail at once, and the Runtime
 // ends the job with MPI_Abort rather than hang in MPI_Finalize.
 //
+// Desync check: each communicator chains a hash of the collectives pushed on
+// it (kind, count, dtype, reduction, root, devices per rank). check_sync()
+// (and Runtime::step()) pushes one small op that compares it across ranks;
+// when ranks differ, every rank fails with the first collective where they
+// part ways ("desync at collective #12: rank 0 pushed all_reduce (1000 x
+// f32, sum), rank 1 pushed broadcast (1000 x f32, root 0)"). Large
+// collectives (64 KB and up) also compare what every rank is about to run
+// before their blocking MPI call. TIDE_DESYNC_CHECK=0 turns the check off.
+//
+// A collective whose input comes from a failed op is skipped, like any op
+// (its outputs carry the error): fine when every rank skips it, but when
+// only some do, the others wait in it. The check also compares which
+// collectives each rank skipped, and fails every rank when they differ.
+//
 // Sub-communicators (split) run their collectives on the same comm thread;
 // each has its own sequence numbers and a copy of its parent's timeout. A
 // failure in one breaks it and the communicators it was split from (up to
@@ -36,7 +50,11 @@ class CommError : public Error {
 
 struct CommOptions {
   double timeout_s = 30.0;
-  /// Reads TIDE_COMM_TIMEOUT (seconds, > 0); throws tide::ValueError if bad.
+  /// Compare collective sequences across ranks at check_sync() and
+  /// Runtime::step() (TIDE_DESYNC_CHECK=0 turns it off).
+  bool desync_check = true;
+  /// Reads TIDE_COMM_TIMEOUT (seconds, > 0) and TIDE_DESYNC_CHECK (0 or 1);
+  /// throws tide::ValueError if bad.
   static CommOptions from_env();
 };
 
@@ -55,6 +73,9 @@ class Communicator {
   /// True once a collective has failed here or in any communicator related
   /// to this one by split; every later one fails at once.
   bool broken() const;
+  /// Why it is broken (the first failure, or a desync that explains it);
+  /// empty while it is not.
+  std::string failure() const;
 
   /// In place: t = op over ranks of t. avg needs a floating dtype.
   void all_reduce_(Tensor& t, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
@@ -93,6 +114,29 @@ class Communicator {
   /// handle frees it there, after them. A local communicator returns a new
   /// local one (a group of one rank).
   std::shared_ptr<Communicator> split(int color, int key = 0, Loc loc = Loc::current());
+
+  /// Desync check: compares the collectives pushed on this communicator so
+  /// far across ranks. Pushes one op on the comm stream and returns at once
+  /// (not a blocker): the op starts a small all-gather of (count, hash) on a
+  /// communicator of its own, and a later check or collective finishes it.
+  /// If the ranks differ, every rank fails the collective then waiting (or
+  /// the next check) with a message naming the first differing collective;
+  /// the communicator breaks, and the error surfaces at the next barrier as
+  /// a BackendError. A collective that hangs because ranks diverged is
+  /// named this way instead of by the timeout, provided every rank reaches
+  /// its next check. Does nothing when no collective was pushed here since
+  /// the last check, so the checks of the ranks pair up in the order of
+  /// those that follow new collectives, and must cover the same ones (ranks
+  /// may call it unequally only between collective-free stretches).
+  /// Runtime::step() calls it on the world. Does nothing with one rank,
+  /// without MPI, or with TIDE_DESYNC_CHECK=0.
+  void check_sync(Loc loc = Loc::current());
+  /// Pushes an op that waits (up to the timeout) for every check posted so
+  /// far to finish, so none is left in flight; the Runtime calls it before
+  /// MPI_Finalize. Does nothing when checks are off.
+  void finish_checks(Loc loc = Loc::current());
+  /// Whether check_sync() does anything here.
+  bool desync_check() const;
 
   struct Impl;
 

@@ -1,0 +1,127 @@
+#include "comm_impl.h"
+#include "mpi_check.h"
+
+#include <sstream>
+#include <thread>
+
+namespace tide {
+
+using detail::CollectiveId;
+using detail::CollectiveSig;
+
+Poller::Poller(double timeout_s)
+    : start_(clock::now()),
+      deadline_(start_ + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s))) {}
+
+bool Poller::next() {
+  ++polls_;
+  if (polls_ > 100) std::this_thread::yield();
+  if (periodic()) {
+    const auto waited = clock::now() - start_;
+    pause_ = waited > std::chrono::seconds(1)           ? std::chrono::microseconds(1000)
+             : waited > std::chrono::microseconds(100) ? std::chrono::microseconds(50)
+                                                        : std::chrono::microseconds(0);
+  }
+  if (pause_.count()) std::this_thread::sleep_for(pause_);
+  return !((polls_ & 15) == 0 && clock::now() > deadline_);
+}
+
+Communicator::Impl::~Impl() {
+  if (!mpi) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  // A check still in flight (or stuck) keeps its communicator: freeing it
+  // under a pending request is not allowed.
+  if (check_comm != MPI_COMM_NULL && free_in_destructor && !check_in_flight) MPI_Comm_free(&check_comm);
+  if (!free_in_destructor || comm == MPI_COMM_NULL || is_broken()) return;
+  MPI_Comm_free(&comm);
+}
+
+std::string Communicator::Impl::peers() const {
+  return (parent ? "group of " : "") + std::to_string(size) + (size == 1 ? " rank" : " ranks");
+}
+
+bool Communicator::Impl::is_broken() const {
+  for (const Impl* p = this; p; p = p->parent.get())
+    if (p->broken.load(std::memory_order_acquire)) return true;
+  return false;
+}
+
+std::string Communicator::Impl::failure() {
+  for (Impl* p = this; p; p = p->parent.get()) {
+    if (!p->broken.load(std::memory_order_acquire)) continue;
+    std::lock_guard<std::mutex> lock(p->mutex);
+    return p->broken_reason;
+  }
+  return "";
+}
+
+void Communicator::Impl::check_usable() {
+  if (!is_broken()) return;
+  throw CommError("communicator is broken by an earlier failure: " + failure());
+}
+
+void Communicator::Impl::fail(const std::string& what, bool diagnosis) {
+  for (Impl* p = this; p; p = p->parent.get()) {
+    {
+      std::lock_guard<std::mutex> lock(p->mutex);
+      const std::string reason = p == this ? what : "in a communicator split from it: " + what;
+      if (p->broken_reason.empty()) {
+        p->broken_reason = reason;
+      } else if (diagnosis && !p->diagnosed) {
+        p->broken_reason = reason + " (before it was found: " + p->broken_reason + ")";
+      }
+      p->diagnosed = p->diagnosed || diagnosis;
+    }
+    p->broken.store(true, std::memory_order_release);
+  }
+  throw CommError(what);
+}
+
+void Communicator::Impl::mpi_failed(int rc, const char* expr, const CollectiveId& what) {
+  fail(what.str(peers()) + ": " + expr + " failed on rank " + std::to_string(rank) + ": " + detail::mpi_error_text(rc));
+}
+
+void Communicator::Impl::wait(MPI_Request& req, const CollectiveId& what) {
+  Poller poller(options.timeout_s);
+  for (;;) {
+    int done = 0;
+    if (int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) mpi_failed(rc, "MPI_Test", what);
+    if (done) return;
+    // A collective that hangs because the ranks pushed different sequences
+    // waits here: a desync check posted meanwhile can name the divergence
+    // long before the deadline.
+    if (poller.periodic()) poll_all_checks();
+    if (!poller.next()) {
+      std::ostringstream os;
+      os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
+         << (parent ? "the " : "") << peers();
+      if (parent) os << " (world rank " << world_rank << ")";
+      os << ": a peer never joined, died, or runs a different sequence of collectives";
+      fail(os.str());
+    }
+  }
+}
+
+void Communicator::Impl::arrive(const CollectiveId& what) {
+  const CollectiveSig s = what.sig();
+  const std::array<std::uint64_t, 4> mine{what.seq, s.w[0], s.w[1], s.w[2]};
+  std::vector<std::uint64_t> all(4 * static_cast<std::size_t>(size));
+  MPI_Request req;
+  if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &req);
+      rc != MPI_SUCCESS)
+    mpi_failed(rc, "MPI_Iallgather", what);
+  wait(req, what);
+  std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
+  std::vector<CollectiveSig> sigs(static_cast<std::size_t>(size));
+  for (std::size_t r = 0; r < seqs.size(); ++r) {
+    seqs[r] = all[4 * r];
+    for (int w = 0; w < 3; ++w) sigs[r].w[w] = all[4 * r + 1 + static_cast<std::size_t>(w)];
+  }
+  const std::string desync = detail::diagnose_arrival(seqs, sigs);
+  if (!desync.empty())
+    fail(desync + " (seen as the ranks arrived, on rank " + std::to_string(rank) + " of " + peers() + ")", true);
+}
+
+}  // namespace tide

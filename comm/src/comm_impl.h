@@ -1,0 +1,235 @@
+// The state behind a Communicator handle, shared by the frontend (which
+// pushes collectives) and the kernels of those collectives (which run on
+// cpu:0's comm thread and make every MPI call of the rank). Internal to comm/.
+#pragma once
+
+#include <mpi.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <tide/comm/communicator.h>
+#include <tide/core/engine.h>
+
+#include "desync.h"
+
+namespace tide {
+
+/// The wait schedule of a comm-thread poll loop. MPI progresses a
+/// non-blocking collective only inside MPI calls, so the first ~100 polls do
+/// not sleep (past that they yield, so that compute threads sharing the
+/// core still run). Past 100 us the loop is waiting for a peer that is still
+/// computing, and a spinning poller would take the CPU that peer (or this
+/// rank's own compute stream) needs: it polls every 50 us, and past a second
+/// every millisecond.
+class Poller {
+ public:
+  explicit Poller(double timeout_s);
+  /// Call after each poll that found the work not done: pauses per the
+  /// schedule; false once past the deadline (looked at every 16 polls).
+  bool next();
+  /// True on every 16th poll: the time for occasional side work.
+  bool periodic() const { return (polls_ & 15) == 0 && polls_ > 0; }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  clock::time_point start_, deadline_;
+  std::chrono::microseconds pause_{0};
+  int polls_ = 0;
+};
+
+/// One desync check as the frontend posts it: where the sequence stands.
+struct SyncCheck {
+  std::uint64_t index = 0;  // this communicator's n-th check
+  std::uint64_t base = 0;   // first collective since the previous check
+  std::uint64_t count = 0;  // collectives pushed before this check
+  std::uint64_t hash = 0;   // chained over all of them
+  std::vector<detail::CollectiveSig> window;  // the first kWindow since base
+};
+
+struct Communicator::Impl {
+  bool mpi = false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  int world_rank = 0;
+  CommOptions options;
+  /// The communicator this one was split from (null for a world): a failure
+  /// here breaks it too, so the Runtime sees it and aborts.
+  std::shared_ptr<Impl> parent;
+  /// Whether ~Impl frees `comm`. A group's is freed by an op on the comm
+  /// thread instead (see ~Communicator), since the frontend must not call
+  /// MPI while that thread may.
+  bool free_in_destructor = true;
+  std::uint64_t next_seq = 0;  // frontend only
+  std::atomic<bool> broken{false};
+  std::mutex mutex;
+  std::string broken_reason;  // guarded by mutex
+  bool diagnosed = false;     // broken_reason names a desync; guarded by mutex
+
+  ~Impl();
+
+  /// "2 ranks" for a world, "group of 2 ranks" for a split.
+  std::string peers() const;
+  bool is_broken() const;
+  /// Why this communicator (or the one it was split from) is broken; "" if not.
+  std::string failure();
+  /// Throws CommError if broken.
+  void check_usable();
+  /// Breaks this communicator and those it was split from, and throws
+  /// CommError(what). `diagnosis` marks a desync found by a check: it goes
+  /// first in the reason, ahead of a failure it explains (unless a desync
+  /// was named already).
+  [[noreturn]] void fail(const std::string& what, bool diagnosis = false);
+  /// An MPI call of `what` returned `rc`: breaks the communicator.
+  [[noreturn]] void mpi_failed(int rc, const char* expr, const detail::CollectiveId& what);
+  /// Runs one collective on the comm thread. Small ones use MPI's
+  /// non-blocking form, polled against the deadline. Large ones first check
+  /// that every rank has arrived at the same collective (arrive) and then
+  /// call MPI's blocking form: Open MPI's non-blocking collectives reach
+  /// well under half the bandwidth of its tuned blocking ones. Once all
+  /// ranks are in the same collective, the blocking call can only stall if a
+  /// peer dies, and then the launcher ends the job.
+  template <typename StartNonBlocking, typename Blocking>
+  void collective(const detail::CollectiveId& what, std::size_t bytes, StartNonBlocking start, Blocking blocking) {
+    if (bytes < kBlockingFromBytes) {
+      MPI_Request req;
+      if (int rc = start(&req); rc != MPI_SUCCESS) mpi_failed(rc, "the non-blocking MPI call", what);
+      wait(req, what);
+      return;
+    }
+    arrive(what);
+    if (int rc = blocking(); rc != MPI_SUCCESS) mpi_failed(rc, "the blocking MPI call", what);
+  }
+  static constexpr std::size_t kBlockingFromBytes = 64 << 10;
+
+  /// Polls `req` until done or the deadline; meanwhile progresses posted
+  /// desync checks (so a collective that hangs because ranks diverged is
+  /// named by the check, not by the timeout). Comm thread.
+  void wait(MPI_Request& req, const detail::CollectiveId& what);
+  /// A polled, timed rendezvous of every rank that also compares what each
+  /// is about to run (an all-gather of sequence number and signature): a
+  /// mismatch fails here, on every rank, before any blocking MPI call.
+  void arrive(const detail::CollectiveId& what);
+
+  // ---- Desync check (sync_check.cc) ----------------------------------------
+  static constexpr std::size_t kWindow = 256;
+  /// TIDE_DESYNC_CHECK and more than one rank over MPI; set at creation.
+  bool check_enabled = false;
+  // Frontend only.
+  std::uint64_t hash = 0;
+  std::uint64_t window_base = 0;
+  std::vector<detail::CollectiveSig> window;  // reserved to kWindow
+  std::uint64_t checks_posted = 0;
+  // Frontend to comm thread.
+  std::mutex check_mutex;
+  std::deque<SyncCheck> check_queue;             // guarded by check_mutex
+  std::atomic<std::uint64_t> checks_ready{0};    // pushed on check_queue so far
+  std::atomic<bool> check_failed{false};         // no more checks: one failed
+  // Comm thread only (set up before the comm thread can see this Impl).
+  MPI_Comm check_comm = MPI_COMM_NULL;  // a duplicate: checks never match data collectives
+  std::uint64_t checks_started = 0;
+  std::uint64_t checks_finished = 0;
+  bool check_in_flight = false;
+  SyncCheck current;
+  MPI_Request check_req = MPI_REQUEST_NULL;
+  /// The first exchange, per rank: count, hash, broken, decided, first skip.
+  static constexpr int kWords = 5;
+  std::array<std::uint64_t, kWords> check_mine{};
+  std::vector<std::uint64_t> check_all;
+  std::string check_failure;
+  // Comm thread: which collectives ran. A collective whose input comes from
+  // a failed op is skipped by the engine (its kernel never runs): fine when
+  // every rank skips it, a desync when only some do (the others wait in it).
+  std::uint64_t decided = 0;                // collectives before this one ran or were skipped
+  std::deque<std::uint64_t> skipped;        // skipped here, not yet seen skipped on every rank
+  static constexpr std::size_t kMaxSkipped = 1024;
+
+  /// At the start of every collective's kernel (comm thread): the ones
+  /// between the last that ran and `seq` were skipped.
+  void running(std::uint64_t seq) {
+    if (!check_enabled) return;
+    note_skipped_before(seq);
+    decided = seq + 1;
+  }
+  void note_skipped_before(std::uint64_t seq) {
+    for (; decided < seq; ++decided)
+      if (skipped.size() < kMaxSkipped) skipped.push_back(decided);
+  }
+
+  /// The signatures of the last kHistory collectives pushed, by sequence
+  /// number: written by the frontend at push, read by the comm thread to
+  /// name a collective that one rank skipped (found a few checks late,
+  /// perhaps). A slot's tag is its sequence number, cleared while it is
+  /// rewritten, so a slot reused since reads as unknown.
+  struct SigSlot {
+    std::atomic<std::uint64_t> seq{~std::uint64_t{0}};
+    std::atomic<std::uint64_t> w[3] = {0, 0, 0};
+  };
+  static constexpr std::size_t kHistory = 4096;
+  std::unique_ptr<SigSlot[]> history;
+  /// Comm thread: collective `seq` described ("all_reduce (1000 x f32,
+  /// sum)"), or "" when the history no longer holds it.
+  std::string describe(std::uint64_t seq) const;
+
+  /// Frontend, at every collective's push: its id, with the next sequence
+  /// number; its signature is chained into the hash.
+  detail::CollectiveId begin(detail::CollectiveKind kind, std::int64_t count = -1, DType dtype = DType::f32,
+                             int op = -1, int root = -1, int devices = 0) {
+    detail::CollectiveId id;
+    id.kind = kind;
+    id.seq = next_seq++;
+    id.count = count;
+    id.dtype = dtype;
+    id.op = static_cast<std::int8_t>(op);
+    id.root = root;
+    id.devices = devices;
+    if (check_enabled) {
+      const detail::CollectiveSig s = id.sig();
+      hash = detail::chain_hash(hash, s);
+      if (window.size() < kWindow) window.push_back(s);
+      SigSlot& slot = history[id.seq % kHistory];
+      slot.seq.store(~std::uint64_t{0}, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);
+      for (int i = 0; i < 3; ++i) slot.w[i].store(s.w[i], std::memory_order_relaxed);
+      slot.seq.store(id.seq, std::memory_order_release);
+    }
+    return id;
+  }
+  /// Turns checking on if `options` and the size allow it (at creation).
+  void enable_checks();
+  /// Frontend: posts a check of the sequence so far and pushes its op.
+  void post_check(const std::shared_ptr<Impl>& self, Engine& e, Loc loc);
+  /// Frontend: pushes an op that waits for every posted check to finish.
+  void push_finish_checks(const std::shared_ptr<Impl>& self, Engine& e, Loc loc);
+  /// Comm thread: starts the next posted check, tests the one in flight and
+  /// judges it when done (a desync fails here). Never blocks on peers
+  /// except to name a desync already found.
+  void poll_checks();
+  /// poll_checks on this communicator and those it was split from.
+  void poll_all_checks();
+  /// Comm thread, the check op: waits (timed) for the checks before `index`
+  /// and starts check `index` (of the first `count` collectives), which
+  /// completes in later polls.
+  void run_check(std::uint64_t index, std::uint64_t count);
+  /// Comm thread: waits (timed) until every posted check has finished.
+  void finish_checks();
+
+ private:
+  void start_check();
+  void judge_check();
+  /// A collective skipped on some ranks and run on others: the message, or
+  /// "" (and, once every rank skipped it, it is forgotten).
+  std::string judge_skips();
+  [[noreturn]] void check_timed_out(const char* during);
+  [[noreturn]] void check_mpi_failed(int rc, const char* expr);
+};
+
+}  // namespace tide

@@ -1,0 +1,300 @@
+// The desync check. Each communicator chains the signature of every
+// collective pushed on it into a hash (frontend, a few nanoseconds per
+// collective) and keeps the first kWindow signatures since the last check.
+// check_sync() posts (count, hash, window) for the comm thread and pushes one
+// op on the comm stream; that op, or any collective waiting for its peers
+// meanwhile, starts an all-gather of kWords words per rank on a duplicate
+// communicator reserved for checks, so that a check never matches a data
+// collective even when the data collectives are out of step. The check op
+// does not wait for its own exchange: the next check op (or a poll during a
+// later wait) finishes it, so a step pays the start of a small all-gather
+// on the comm stream, not its latency.
+//
+// The words: the count and hash of the collectives pushed (the same on
+// every rank whenever they are checked, however far each comm thread has
+// got), whether this rank's communicator is broken, and which collectives
+// its comm thread has decided so far (run or skipped) and the first it
+// skipped that not every rank is known to have skipped too. Those last two
+// depend on timing, so skips are compared only over collectives that every
+// rank involved has decided.
+//
+// When the ranks differ, every rank sees the same gathered words, so all of
+// them go on to a second all-gather (the windows and the reasons of ranks
+// already broken) and name the first differing collective the same way.
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "comm_impl.h"
+#include "mpi_check.h"
+
+namespace tide {
+
+using detail::CheckRecord;
+using detail::CollectiveSig;
+
+namespace {
+
+// The second exchange: per rank, these words, then the window, then the
+// reason text.
+constexpr std::uint64_t kNone = ~std::uint64_t{0};
+constexpr std::size_t kHeaderWords = 6;  // base, count, hash, broken, window size, reason bytes
+constexpr std::size_t kReasonBytes = 512;
+constexpr std::size_t kRecordWords =
+    kHeaderWords + 3 * Communicator::Impl::kWindow + kReasonBytes / sizeof(std::uint64_t);
+
+}  // namespace
+
+void Communicator::Impl::enable_checks() {
+  check_enabled = options.desync_check && mpi && size > 1;
+  if (!check_enabled) return;
+  window.reserve(kWindow);
+  history = std::make_unique<SigSlot[]>(kHistory);
+  if (int rc = MPI_Comm_dup(comm, &check_comm); rc != MPI_SUCCESS) {
+    check_enabled = false;
+    fail("MPI_Comm_dup for the desync check failed on rank " + std::to_string(rank) + ": " +
+         detail::mpi_error_text(rc));
+  }
+}
+
+void Communicator::Impl::post_check(const std::shared_ptr<Impl>& self, Engine& e, Loc loc) {
+  // Nothing pushed since the last check: nothing to compare, and no check,
+  // so that ranks may take extra steps without collectives (the checks pair
+  // up by the steps that pushed some).
+  if (!check_enabled || next_seq == window_base || check_failed.load(std::memory_order_acquire)) return;
+  SyncCheck c;
+  c.index = checks_posted;
+  c.base = window_base;
+  c.count = next_seq;
+  c.hash = hash;
+  c.window.assign(window.begin(), window.end());
+  window.clear();
+  window_base = next_seq;
+  {
+    std::lock_guard<std::mutex> lock(check_mutex);
+    check_queue.push_back(std::move(c));
+  }
+  checks_ready.fetch_add(1, std::memory_order_release);
+  const std::uint64_t index = checks_posted++;
+  const std::uint64_t count = next_seq;
+  OpDesc op;
+  op.name = "desync_check";
+  op.device = cpu(0);
+  op.stream = static_cast<int>(StreamKind::comm);
+  op.loc = loc;
+  op.fn = [impl = self, index, count](const OpContext&) { impl->run_check(index, count); };
+  e.push(std::move(op));
+}
+
+void Communicator::Impl::push_finish_checks(const std::shared_ptr<Impl>& self, Engine& e, Loc loc) {
+  if (!check_enabled || checks_posted == 0) return;
+  OpDesc op;
+  op.name = "desync_check_finish";
+  op.device = cpu(0);
+  op.stream = static_cast<int>(StreamKind::comm);
+  op.loc = loc;
+  op.fn = [impl = self](const OpContext&) { impl->finish_checks(); };
+  e.push(std::move(op));
+}
+
+void Communicator::Impl::start_check() {
+  {
+    std::lock_guard<std::mutex> lock(check_mutex);
+    current = std::move(check_queue.front());
+    check_queue.pop_front();
+  }
+  ++checks_started;
+  check_mine = {current.count, current.hash, is_broken() ? 1u : 0u, decided,
+                skipped.empty() ? kNone : skipped.front()};
+  check_all.assign(kWords * static_cast<std::size_t>(size), 0);
+  if (int rc = MPI_Iallgather(check_mine.data(), kWords, MPI_UINT64_T, check_all.data(), kWords, MPI_UINT64_T,
+                              check_comm, &check_req);
+      rc != MPI_SUCCESS)
+    check_mpi_failed(rc, "MPI_Iallgather");
+  check_in_flight = true;
+}
+
+void Communicator::Impl::poll_checks() {
+  if (!check_enabled || check_failed.load(std::memory_order_relaxed)) return;
+  if (!check_in_flight) {
+    if (checks_started == checks_ready.load(std::memory_order_acquire)) return;
+    start_check();
+  }
+  int done = 0;
+  if (int rc = MPI_Test(&check_req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) check_mpi_failed(rc, "MPI_Test");
+  if (!done) return;
+  check_in_flight = false;
+  ++checks_finished;
+  judge_check();
+}
+
+void Communicator::Impl::poll_all_checks() {
+  for (Impl* p = this; p; p = p->parent.get()) p->poll_checks();
+}
+
+std::string Communicator::Impl::judge_skips() {
+  // s: the first collective some rank skipped and not every rank is known
+  // to have skipped. A rank that has decided s (run or skipped it) either
+  // skipped it too (its first unagreed skip is s) or ran it.
+  std::uint64_t s = kNone;
+  for (int r = 0; r < size; ++r) s = std::min(s, check_all[kWords * static_cast<std::size_t>(r) + 4]);
+  if (s == kNone) return "";
+  std::vector<int> ran, skippers;
+  bool all_decided = true;
+  for (int r = 0; r < size; ++r) {
+    const std::uint64_t* w = &check_all[kWords * static_cast<std::size_t>(r)];
+    if (w[3] <= s) {
+      all_decided = false;
+    } else {
+      (w[4] == s ? skippers : ran).push_back(r);
+    }
+  }
+  if (!ran.empty()) {
+    // Skips are seen as of when each rank started the check, so one may be
+    // found some checks late: its signature comes from the history.
+    std::string what = "collective #" + std::to_string(s);
+    if (const std::string d = describe(s); !d.empty()) what += " (" + d + ")";
+    return what + " was skipped on " + detail::rank_list(skippers) +
+           ", because its input comes from a failed op (that rank's error names it), and run on " +
+           detail::rank_list(ran) + ": the ranks' collectives no longer pair up";
+  }
+  // Skipped everywhere: the sequences still pair up. Every rank saw the same
+  // words, so every rank forgets it here.
+  if (all_decided && !skipped.empty() && skipped.front() == s) skipped.pop_front();
+  return "";
+}
+
+void Communicator::Impl::judge_check() {
+  bool agree = true;
+  for (int r = 0; r < size; ++r) {
+    const std::uint64_t* w = &check_all[kWords * static_cast<std::size_t>(r)];
+    agree = agree && w[0] == check_mine[0] && w[1] == check_mine[1] && w[2] == 0;
+  }
+  const std::string skips = judge_skips();
+  if (!skips.empty()) {
+    check_failure = skips + " (desync check #" + std::to_string(current.index) + " on rank " + std::to_string(rank) +
+                    " of " + peers() + ")";
+    check_failed.store(true, std::memory_order_release);
+    fail(check_failure, true);
+  }
+  if (agree) return;
+  // Every rank saw the same words, so every rank is here: exchange what is
+  // needed to name the difference.
+  std::vector<std::uint64_t> mine(kRecordWords, 0);
+  mine[0] = current.base;
+  mine[1] = current.count;
+  mine[2] = current.hash;
+  mine[3] = check_mine[2];
+  mine[4] = current.window.size();
+  const std::string reason = check_mine[2] ? failure() : "";
+  const std::size_t reason_bytes = std::min(reason.size(), kReasonBytes);
+  mine[5] = reason_bytes;
+  for (std::size_t i = 0; i < current.window.size(); ++i)
+    for (std::size_t w = 0; w < 3; ++w) mine[kHeaderWords + 3 * i + w] = current.window[i].w[w];
+  std::memcpy(&mine[kHeaderWords + 3 * kWindow], reason.data(), reason_bytes);
+  std::vector<std::uint64_t> all(kRecordWords * static_cast<std::size_t>(size));
+  MPI_Request req;
+  int rc = MPI_Iallgather(mine.data(), static_cast<int>(kRecordWords), MPI_UINT64_T, all.data(),
+                          static_cast<int>(kRecordWords), MPI_UINT64_T, check_comm, &req);
+  Poller poller(options.timeout_s);
+  for (int done = 0; rc == MPI_SUCCESS;) {
+    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) break;
+    if (!poller.next()) {
+      check_in_flight = true;  // the request stays pending: keep its communicator
+      check_timed_out("naming the difference");
+    }
+  }
+  if (rc != MPI_SUCCESS) check_mpi_failed(rc, "MPI_Iallgather");
+
+  std::vector<CheckRecord> records(static_cast<std::size_t>(size));
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    const std::uint64_t* w = &all[kRecordWords * r];
+    CheckRecord& rec = records[r];
+    rec.base = w[0];
+    rec.count = w[1];
+    rec.hash = w[2];
+    rec.broken = w[3] != 0;
+    rec.window.resize(std::min<std::uint64_t>(w[4], kWindow));
+    for (std::size_t i = 0; i < rec.window.size(); ++i)
+      for (std::size_t k = 0; k < 3; ++k) rec.window[i].w[k] = w[kHeaderWords + 3 * i + k];
+    rec.reason.assign(reinterpret_cast<const char*>(&w[kHeaderWords + 3 * kWindow]),
+                      std::min<std::uint64_t>(w[5], kReasonBytes));
+  }
+  std::string what = detail::diagnose(records);
+  if (what.empty()) what = "the ranks' collective sequences differ";  // cannot happen: they did not agree
+  check_failure = what + " (desync check #" + std::to_string(current.index) + " on rank " + std::to_string(rank) +
+                  " of " + peers() + ")";
+  check_failed.store(true, std::memory_order_release);
+  fail(check_failure, true);
+}
+
+std::string Communicator::Impl::describe(std::uint64_t seq) const {
+  if (!history) return "";
+  const SigSlot& slot = history[seq % kHistory];
+  if (slot.seq.load(std::memory_order_acquire) != seq) return "";
+  detail::CollectiveSig s;
+  for (int i = 0; i < 3; ++i) s.w[i] = slot.w[i].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (slot.seq.load(std::memory_order_relaxed) != seq) return "";  // rewritten meanwhile
+  return detail::CollectiveId::from_sig(s, seq).describe();
+}
+
+void Communicator::Impl::check_mpi_failed(int rc, const char* expr) {
+  check_failed.store(true, std::memory_order_release);
+  check_failure = "desync check #" + std::to_string(current.index) + ": " + expr + " failed on rank " +
+                  std::to_string(rank) + ": " + detail::mpi_error_text(rc);
+  fail(check_failure);
+}
+
+void Communicator::Impl::check_timed_out(const char* during) {
+  check_failed.store(true, std::memory_order_release);
+  std::ostringstream os;
+  os << "desync check #" << current.index << " timed out " << during << " after " << options.timeout_s
+     << " s on rank " << rank << " of " << peers()
+     << ": a peer has not reached the matching check (each rank checks at step() or check_sync() when it "
+        "pushed collectives since its last check, and those must match), or it is stuck";
+  check_failure = os.str();
+  fail(check_failure);
+}
+
+void Communicator::Impl::run_check(std::uint64_t index, std::uint64_t count) {
+  if (check_failed.load(std::memory_order_relaxed))
+    throw CommError(check_failure.empty() ? "an earlier desync check failed" : check_failure);
+  // The comm stream runs in order: every collective pushed before this check
+  // has run or been skipped by now.
+  note_skipped_before(count);
+  Poller poller(options.timeout_s);
+  while (checks_finished < index) {
+    poll_checks();
+    if (checks_finished >= index) break;
+    if (!poller.next()) check_timed_out("waiting for the peers");
+  }
+  poll_checks();  // starts this one (unless a wait already did); a later poll finishes it
+}
+
+void Communicator::Impl::finish_checks() {
+  if (check_failed.load(std::memory_order_relaxed)) return;
+  Poller poller(options.timeout_s);
+  while (checks_finished < checks_ready.load(std::memory_order_acquire)) {
+    poll_checks();
+    if (checks_finished >= checks_ready.load(std::memory_order_acquire)) break;
+    if (!poller.next()) check_timed_out("waiting for the peers");
+  }
+}
+
+// ---- Public API ------------------------------------------------------------
+
+void Communicator::check_sync(Loc loc) {
+  if (!impl_->check_enabled) return;
+  impl_->post_check(impl_, current_engine(), loc);
+}
+
+void Communicator::finish_checks(Loc loc) {
+  if (!impl_->check_enabled) return;
+  impl_->push_finish_checks(impl_, current_engine(), loc);
+}
+
+bool Communicator::desync_check() const { return impl_->check_enabled; }
+
+}  // namespace tide
