@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -21,6 +22,34 @@ int launcher_local_rank() {
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
     if (const char* v = env(name)) return std::atoi(v);
   return -1;
+}
+
+// The world rank, for the terminate handler (which has no Runtime at hand).
+std::atomic<int> g_world_rank{-1};
+
+[[noreturn]] void abort_job(int rank, const std::string& why) {
+  std::fprintf(stderr, "tide: rank %d: %s\ntide: rank %d: ending the job (MPI_Abort)\n", rank, why.c_str(), rank);
+  std::fflush(stderr);
+  std::fflush(stdout);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+// An exception that no handler catches does not unwind (so ~Runtime does
+// not run) and ends only this process: the other ranks would wait for it in
+// their next collective until the timeout. End the job now, saying why.
+[[noreturn]] void terminate_under_mpi() {
+  std::string why = "std::terminate called";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      why = std::string("uncaught exception: ") + x.what();
+    } catch (...) {
+      why = "uncaught exception of a type not derived from std::exception";
+    }
+  }
+  abort_job(g_world_rank.load(), why);
 }
 
 void check_mpi(int rc, const char* what) {
@@ -56,6 +85,12 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
     if (provided < MPI_THREAD_SERIALIZED)
       throw UsageError("MPI_Init_thread provided thread level " + std::to_string(provided) +
                        "; tide makes MPI calls from its comm thread and needs MPI_THREAD_SERIALIZED");
+    // tide checks the return code of every MPI call and turns a failure into
+    // an error naming the collective. Open MPI reports errors of non-blocking
+    // collectives (a message truncated because ranks passed different counts,
+    // say) against MPI_COMM_WORLD's handler, which by default ends the job
+    // inside MPI_Test, before anyone can say which collective diverged.
+    check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     world_ = Communicator::mpi_world(options.comm);
     MPI_Comm node;
     check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_->rank(), MPI_INFO_NULL, &node),
@@ -70,6 +105,8 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
                    "using %d\n",
                    world_->rank(), announced, local_rank_, local_rank_);
     finish_init(options);
+    g_world_rank.store(world_->rank());
+    previous_terminate_ = std::set_terminate(terminate_under_mpi);
   } catch (...) {
     world_.reset();
     MPI_Abort(MPI_COMM_WORLD, 1);  // one rank failing to start ends the job
@@ -87,17 +124,42 @@ Runtime::~Runtime() {
   // A failed collective cannot be cancelled, and MPI_Finalize would wait
   // for it; an exception unwinding through main means this rank will not
   // join the others' next collective. Either way: end the job now.
-  const bool abort = owns_mpi_ && (world_->broken() || std::uncaught_exceptions() > 0);
-  if (abort) {
-    std::fprintf(stderr, "tide: rank %d: ending the job (MPI_Abort): %s\n", world_->rank(),
-                 world_->broken() ? "a collective failed" : "an exception is unwinding");
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+  if (owns_mpi_ && world_->broken()) abort_job(world_->rank(), "a collective failed: " + world_->failure());
+  if (owns_mpi_ && std::uncaught_exceptions() > 0)
+    abort_job(world_->rank(),
+              "an exception is unwinding through the Runtime (C++ cannot show it here: catch it inside the "
+              "Runtime's scope to print it, then rethrow or call Runtime::fail)");
+  if (owns_mpi_) {
+    // Every rank gets here: a last check covers the collectives since the
+    // last step (a rank that took one step more has checked them already,
+    // so this pairs with that), and the checks in flight complete together
+    // before MPI_Finalize.
+    try {
+      world_->check_sync();
+      world_->finish_checks();
+    } catch (...) {
+      // Not pushed (destroyed off the frontend thread, say): nothing to wait for.
+    }
   }
   scope_.reset();
   engine_.reset();  // drains queued work, then joins the workers
+  // A collective or check that failed while draining (a desync in the last
+  // steps, a peer that never joined) leaves a request MPI_Finalize would
+  // wait for.
+  if (owns_mpi_ && world_->broken()) abort_job(world_->rank(), "a collective failed: " + world_->failure());
   world_.reset();
-  if (owns_mpi_) MPI_Finalize();
+  if (owns_mpi_) {
+    std::set_terminate(previous_terminate_);
+    MPI_Finalize();
+  }
+}
+
+Step Runtime::step(std::source_location loc) {
+  // Before the gate: when the last step's collectives hang because the
+  // ranks diverged, this check is what names the divergence, and the gate
+  // may be waiting for that very step.
+  world_->check_sync(loc);
+  return engine_->step(loc);
 }
 
 void Runtime::fail(int code, const std::string& why) {

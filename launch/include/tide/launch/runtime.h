@@ -3,12 +3,17 @@
 // and the world communicator, and makes the engine current. Started without
 // mpirun it is a world of one rank that needs no MPI at all.
 //
-// Shutdown order: queued work drains, the communicator goes, then
-// MPI_Finalize. If a collective failed (the communicator is broken) or the
-// runtime is destroyed while an exception unwinds, it calls MPI_Abort
-// instead, so the other ranks end too rather than wait forever.
+// Shutdown order: a last desync check is pushed and the checks in flight
+// are finished, queued work drains, the communicator goes, then MPI_Finalize. If a collective failed
+// (the communicator is broken, before or after draining) or the runtime is
+// destroyed while an exception unwinds, it prints why and calls MPI_Abort
+// instead, so the other ranks end too rather than wait for a collective
+// this rank will never join. Under MPI it also installs a std::terminate
+// handler that does the same for an exception escaping main (which, uncaught,
+// would not unwind to this destructor).
 #pragma once
 
+#include <exception>
 #include <iosfwd>
 #include <memory>
 #include <source_location>
@@ -51,7 +56,11 @@ class Runtime {
   int local_size() const { return local_size_; }
 
   /// A minibatch (see SyncPolicy); blocks at the in-flight-steps gate.
-  Step step(std::source_location loc = std::source_location::current()) { return engine_->step(loc); }
+  /// First pushes a desync check of the world (Communicator::check_sync):
+  /// ranks that pushed different collectives since the last step fail with
+  /// the first differing one named. Not a blocker. So the ranks' steps must
+  /// hold the same collectives (a step without any pushes no check).
+  Step step(std::source_location loc = std::source_location::current());
   void wait_all(std::source_location loc = std::source_location::current()) { engine_->wait_all(loc); }
   void set_policy(const SyncPolicy& p) { engine_->set_policy(p); }
   Stats stats() const { return engine_->stats(); }
@@ -72,6 +81,7 @@ class Runtime {
   void finish_init(const RuntimeOptions& options);
 
   bool owns_mpi_ = false;
+  std::terminate_handler previous_terminate_ = nullptr;
   bool log_all_ranks_ = false;
   int local_rank_ = 0;
   int local_size_ = 1;
