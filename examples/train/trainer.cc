@@ -295,6 +295,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
       e.set_tracing(false);
     }
     {
+      comm.check_sync();  // ranks agree on the collectives so far (one small op, no blocker)
       Step minibatch = e.step();
       gather_rows(data.train, sampler.rows_for(step), xb, yb);
       Tensor x = host_tensor(xb, xshape, cfg.dtype);
