@@ -9,6 +9,7 @@
 
 #include "comm_impl.h"
 #include "mpi_check.h"
+#include "push_comm.h"
 
 namespace tide {
 
@@ -169,25 +170,13 @@ std::string Communicator::failure() const { return impl_->failure(); }
 
 namespace {
 
-// Pushes one collective on cpu:0's comm stream.
-template <typename Fn>
-void push_collective(Engine& e, const char* name, StorageList reads, StorageList writes, Loc loc, Fn fn) {
-  OpDesc op;
-  op.name = name;
-  op.device = cpu(0);
-  op.stream = static_cast<int>(StreamKind::comm);
-  op.reads = std::move(reads);
-  op.writes = std::move(writes);
-  op.loc = loc;
-  op.fn = std::move(fn);
-  e.push(std::move(op));
-}
+using detail::push_comm;
 
 /// A copy of `t` made on the comm stream, for the out-of-place collectives.
 Tensor copy_on_comm_stream(const Tensor& t, const char* name, Loc loc) {
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
   const std::size_t nbytes = t.nbytes();
-  push_collective(t.engine(), name, {t.storage()}, {out.storage()}, loc, [nbytes](const OpContext& c) {
+  push_comm(t.engine(), name, {t.storage()}, {out.storage()}, loc, [nbytes](const OpContext& c) {
     std::memcpy(c.writes[0]->data(), c.reads[0]->data(), nbytes);
   });
   return out;
@@ -202,7 +191,7 @@ void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
   auto impl = impl_;
   const std::int64_t n = t.numel();
   const DType dt = t.dtype();
-  push_collective(e, "all_reduce", {t.storage()}, {t.storage()}, loc,
+  push_comm(e, "all_reduce", {t.storage()}, {t.storage()}, loc,
                   [impl, what, n, dt, op](const OpContext& c) {
                     impl->running(what.seq);
                     void* data = c.writes[0]->data();
@@ -228,7 +217,7 @@ void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
   auto impl = impl_;
   const std::int64_t n = t.numel();
   const DType dt = t.dtype();
-  push_collective(e, "broadcast", {t.storage()}, {t.storage()}, loc,
+  push_comm(e, "broadcast", {t.storage()}, {t.storage()}, loc,
                   [impl, what, n, dt, root](const OpContext& c) {
                     impl->running(what.seq);
                     impl->check_usable();
@@ -259,7 +248,7 @@ Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
   auto impl = impl_;
   const std::int64_t n = t.numel();
   const DType dt = t.dtype();
-  push_collective(e, "all_gather", {t.storage()}, {out.storage()}, loc,
+  push_comm(e, "all_gather", {t.storage()}, {out.storage()}, loc,
                   [impl, what, n, dt](const OpContext& c) {
                     impl->running(what.seq);
                     impl->check_usable();
@@ -294,7 +283,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
   auto impl = impl_;
   const std::int64_t block = shape.numel();
   const DType dt = t.dtype();
-  push_collective(e, "reduce_scatter", {t.storage()}, {out.storage()}, loc,
+  push_comm(e, "reduce_scatter", {t.storage()}, {out.storage()}, loc,
                   [impl, what, block, dt, op](const OpContext& c) {
                     impl->running(what.seq);
                     impl->check_usable();
@@ -321,7 +310,7 @@ void Communicator::barrier(Loc loc) {
   const CollectiveId what = impl_->begin(CollectiveKind::barrier);
   auto token = e.allocate(cpu(0), 1);
   auto impl = impl_;
-  push_collective(e, "barrier", {}, {token}, loc,
+  push_comm(e, "barrier", {}, {token}, loc,
                   [impl, what](const OpContext&) {
                     impl->running(what.seq);
                     impl->check_usable();
@@ -418,7 +407,7 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
     StorageList reads;
     for (int i = first; i < last; ++i) reads.add(per_device[static_cast<std::size_t>(i)].storage());
     if (accumulate) reads.add(buffer);
-    push_collective(e, "all_reduce_local", std::move(reads), {buffer}, loc,
+    push_comm(e, "all_reduce_local", std::move(reads), {buffer}, loc,
                     [n, dt, op, accumulate](const OpContext& c) { reduce_reads(c, n, dt, op, accumulate); });
     first = last;
   }
@@ -427,7 +416,7 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   // that a failed tensor's poison reaches the results (like a one-tensor
   // all-reduce, it is then skipped).
   const CollectiveId what = impl_->begin(CollectiveKind::all_reduce, n, dt, static_cast<int>(op), -1, ntensors);
-  push_collective(e, "all_reduce", {buffer}, {buffer}, loc,
+  push_comm(e, "all_reduce", {buffer}, {buffer}, loc,
                   [impl = impl_, what, n, dt, op, ntensors](const OpContext& c) {
     impl->running(what.seq);
     void* data = c.writes[0]->data();
@@ -440,7 +429,7 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
     StorageList writes;
     for (int i = first; i < std::min(first + kChunk, ntensors); ++i)
       writes.add(per_device[static_cast<std::size_t>(i)].storage());
-    push_collective(e, "all_reduce_write_back", {buffer}, std::move(writes), loc, [nbytes](const OpContext& c) {
+    push_comm(e, "all_reduce_write_back", {buffer}, std::move(writes), loc, [nbytes](const OpContext& c) {
       if (nbytes == 0) return;
       for (int w = 0; w < c.nwrites; ++w) std::memcpy(c.writes[w]->data(), c.reads[0]->data(), nbytes);
     });
@@ -465,7 +454,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, Loc loc) {
   // MPI_Comm_split blocks until every rank calls it, so a timed, polled
   // rendezvous first checks that they have arrived at this split (as for
   // large collectives).
-  push_collective(e, "split", {}, {token}, loc, [impl = impl_, group, what, color, key](const OpContext&) {
+  push_comm(e, "split", {}, {token}, loc, [impl = impl_, group, what, color, key](const OpContext&) {
     impl->running(what.seq);
     impl->check_usable();
     impl->arrive(what);

@@ -8,6 +8,8 @@
 
 #include <tide/core/engine.h>
 
+#include "push_comm.h"
+
 namespace tide {
 
 namespace {
@@ -25,19 +27,7 @@ struct Slice {
   std::size_t nbytes = 0;
 };
 
-/// Pushes `fn` on cpu:0's comm stream, where every collective of the rank runs.
-template <typename Fn>
-void push_comm(Engine& e, const char* name, StorageList reads, StorageList writes, Loc loc, Fn fn) {
-  OpDesc op;
-  op.name = name;
-  op.device = cpu(0);
-  op.stream = static_cast<int>(StreamKind::comm);
-  op.reads = std::move(reads);
-  op.writes = std::move(writes);
-  op.loc = loc;
-  op.fn = std::move(fn);
-  e.push(std::move(op));
-}
+using detail::push_comm;
 
 // Layout fingerprint fields, compared across ranks.
 enum Field { kParams, kBuckets, kDType, kHashLo, kHashHi, kCapKiB, kFields };
