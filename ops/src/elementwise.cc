@@ -1,6 +1,7 @@
 // Elementwise ops: check on the frontend, then push one loop over the
 // contiguous elements (ops/src/cpu/elementwise_kernels.h).
 #include <tide/ops/elementwise.h>
+#include <tide/ops/nn.h>
 
 #include <cstring>
 #include <string>
@@ -147,5 +148,8 @@ Tensor copy_to(const Tensor& src, Device device, Loc loc) {
       [nbytes](const OpContext& ctx) { std::memcpy(ctx.out<char>(0), ctx.in<char>(0), nbytes); },
       loc, static_cast<int>(StreamKind::copy));
 }
+
+// Declared in nn.h: accuracy is sum(eq(argmax(logits, 1), labels)).
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Eq>("eq", a, b, loc); }
 
 }  // namespace tide

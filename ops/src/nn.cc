@@ -89,15 +89,6 @@ void check_classification(const char* op, const Arg& scores, const Tensor& label
   check_extent(op, scores, 0, lab, 0, "N, the number of rows");
 }
 
-/// `axis` in [-ndim, ndim), returned in [0, ndim).
-int normalize_axis(const char* op, const Tensor& a, int axis) {
-  const int nd = a.ndim();
-  if (axis < -nd || axis >= nd)
-    throw ShapeError(op_prefix(op) + "axis " + std::to_string(axis) + " is out of range for shape " +
-                     a.shape().str() + " (valid: " + std::to_string(-nd) + " to " +
-                     std::to_string(nd - 1) + ")");
-  return axis < 0 ? axis + nd : axis;
-}
 
 /// A double as a person writes it (1e-08, 0.9), for messages.
 std::string num(double x) {
@@ -326,22 +317,6 @@ Tensor argmax(const Tensor& a, int axis, Loc loc) {
   });
 }
 
-Tensor eq(const Tensor& a, const Tensor& b, Loc loc) {
-  const char* name = "eq";
-  Engine& e = engine_for(name, a, b);
-  check_same_dtype(name, a, b);
-  check_same_shape(name, a, b);
-  const std::int64_t n = a.numel();
-  return dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    return push_new(
-        e, name, a.shape(), a.dtype(), a.device(), {a.storage(), b.storage()},
-        [n](const OpContext& ctx) {
-          cpu_kernels::map2(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), n, cpu_kernels::Eq{});
-        },
-        loc);
-  });
-}
 
 // ---------------------------------------------------------------------------
 // Optimizers. The updated tensors are listed as reads as well as writes: a

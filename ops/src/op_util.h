@@ -71,6 +71,16 @@ inline void check_scalar_fits(const char* op, double s, DType t) {
                      " does not fit the tensor's dtype i32");
 }
 
+/// `axis` in [-ndim, ndim), returned in [0, ndim).
+inline int normalize_axis(const char* op, const Tensor& a, int axis) {
+  const int nd = a.ndim();
+  if (axis < -nd || axis >= nd)
+    throw ShapeError(op_prefix(op) + "axis " + std::to_string(axis) + " is out of range for shape " +
+                     a.shape().str() + " (valid: " + std::to_string(-nd) + " to " +
+                     std::to_string(nd - 1) + ")");
+  return axis < 0 ? axis + nd : axis;
+}
+
 /// Allocates the output (shape, dtype, device) and pushes `kernel`, which
 /// reads `reads` and writes only the output. Call after every check.
 template <typename Kernel>

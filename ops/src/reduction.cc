@@ -40,15 +40,6 @@ Extents extents_along(const Shape& s, int axis) {
   return x;
 }
 
-/// `axis` in [-ndim, ndim), returned in [0, ndim).
-int normalize_axis(const char* op, const Tensor& a, int axis) {
-  const int nd = a.ndim();
-  if (axis < -nd || axis >= nd)
-    throw ShapeError(op_prefix(op) + "axis " + std::to_string(axis) + " is out of range for shape " +
-                     a.shape().str() + " (valid: " + std::to_string(-nd) + " to " +
-                     std::to_string(nd - 1) + ")");
-  return axis < 0 ? axis + nd : axis;
-}
 
 template <typename T>
 void sum_kernel(const T* in, T* out, Extents x, bool mean) {

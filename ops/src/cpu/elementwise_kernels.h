@@ -27,6 +27,12 @@ void map2(const T* a, const T* b, T* out, std::int64_t n, F f) {
 inline std::int32_t wrap(std::uint32_t x) { return static_cast<std::int32_t>(x); }
 inline std::uint32_t bits(std::int32_t x) { return static_cast<std::uint32_t>(x); }
 
+/// 1 where equal, else 0.
+struct Eq {
+  template <typename T>
+  T operator()(T x, T y) const { return x == y ? T(1) : T(0); }
+};
+
 struct Add {
   template <typename T>
   T operator()(T x, T y) const {

@@ -45,12 +45,6 @@ void relu_backward(const T* dy, const T* x, T* dx, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(0);
 }
 
-/// 1 where equal, else 0.
-struct Eq {
-  template <typename T>
-  T operator()(T x, T y) const { return x == y ? T(1) : T(0); }
-};
-
 /// Throws (failing the op) when labels[r] is outside [0, classes).
 inline void check_label(const char* op, std::int64_t row, std::int32_t label, std::int64_t classes) {
   if (label < 0 || label >= classes)
