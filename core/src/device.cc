@@ -1,10 +1,48 @@
 #include <tide/core/device.h>
 
+#include <atomic>
 #include <charconv>
 
 #include <tide/core/error.h>
 
+#ifdef TIDE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace tide {
+
+namespace {
+std::atomic<int> g_process_rank{-1};
+}
+
+void set_process_rank(int rank) { g_process_rank.store(rank, std::memory_order_relaxed); }
+int process_rank() { return g_process_rank.load(std::memory_order_relaxed); }
+
+bool cuda_built() {
+#ifdef TIDE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+int cuda_device_count() {
+#ifdef TIDE_HAVE_CUDA
+  // Asked once: without a driver cudaGetDeviceCount fails (and leaves the
+  // count alone); any error means no usable device.
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+#else
+  return 0;
+#endif
+}
 
 Device Device::parse(std::string_view text) {
   DeviceKind kind;

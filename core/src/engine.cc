@@ -39,6 +39,7 @@ EngineOptions EngineOptions::from_env() {
     else throw ValueError("TIDE_ENGINE=" + s + ": expected 'async' or 'naive'");
   }
   o.cpu_devices = env_int("TIDE_CPU_DEVICES", 1, 1, 64);
+  o.cuda_devices = env_int("TIDE_CUDA_DEVICES", -1, 0, 64);
   return o;
 }
 
@@ -60,6 +61,12 @@ void StorageList::clear() {
 std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
   if (options.cpu_devices < 1 || options.cpu_devices > 64)
     throw ValueError("cpu_devices must be in [1, 64], got " + std::to_string(options.cpu_devices));
+  if (options.cuda_devices < -1)
+    throw ValueError("cuda_devices must be -1 (all) or a count, got " + std::to_string(options.cuda_devices));
+  if (options.cuda_devices > cuda_device_count())
+    throw DeviceError("asked for " + std::to_string(options.cuda_devices) + " CUDA device(s), but this process has " +
+                      std::to_string(cuda_device_count()) +
+                      (cuda_built() ? "" : " (tide was built without the CUDA backend)"));
   options.policy.validate();
   return options.kind == EngineKind::async ? make_async_engine(options) : make_naive_engine(options);
 }
@@ -67,6 +74,9 @@ std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
 Engine::Engine(const EngineOptions& options)
     : policy_(options.policy), counters_(std::make_unique<Counters>()), id_(g_next_engine_id++) {
   for (int i = 0; i < options.cpu_devices; ++i) devices_.push_back(cpu(i));
+  cpu_devices_ = options.cpu_devices;
+  const int gpus = options.cuda_devices < 0 ? cuda_device_count() : options.cuda_devices;
+  for (int i = 0; i < gpus; ++i) devices_.push_back(cuda(i));
   const std::size_t nstreams = devices_.size() * kStreamKinds;
   for (std::size_t i = 0; i < nstreams; ++i)
     counters_->streams.push_back(std::make_unique<StreamCounters>());
@@ -119,14 +129,14 @@ void Engine::push(OpDesc&& op) {
       throw UsageError(std::string("op '") + op.name + "' writes a tensor of another engine");
   int kind = op.stream >= 0 ? op.stream : static_cast<int>(stream_kind_);
   if (kind >= kStreamKinds) throw UsageError("bad stream kind " + std::to_string(kind));
-  int stream_index = op.device.index * kStreamKinds + kind;
+  int stream_index = device_slot(op.device) * kStreamKinds + kind;
   const std::uint64_t push_index = push_count_++;
   submit(std::move(op), stream_index, push_index);
   counters_->pushed.store(push_count_, std::memory_order_relaxed);
 }
 
 std::string Engine::stream_name(int stream_index) const {
-  return cpu(stream_index / kStreamKinds).str() + "/" +
+  return devices_[static_cast<std::size_t>(stream_index / kStreamKinds)].str() + "/" +
          stream_kind_name(static_cast<StreamKind>(stream_index % kStreamKinds));
 }
 

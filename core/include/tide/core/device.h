@@ -31,6 +31,12 @@ struct Device {
 constexpr Device cpu(int index = 0) { return {DeviceKind::cpu, index}; }
 constexpr Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
 
+/// How many GPUs this process can use: 0 when tide was built without the
+/// CUDA backend, when there is no driver or device, or on any CUDA error.
+int cuda_device_count();
+/// Whether this build has the CUDA backend.
+bool cuda_built();
+
 /// The streams every device has. Ops run on the compute stream unless a
 /// StreamScope (or the op itself, like copy_to) picks another.
 enum class StreamKind : std::uint8_t { compute = 0, copy = 1, comm = 2 };

@@ -86,10 +86,15 @@ const char* engine_kind_name(EngineKind k);
 struct EngineOptions {
   EngineKind kind = EngineKind::async;
   int cpu_devices = 1;
+  /// GPUs cuda:0..n-1; -1 means every GPU this process sees
+  /// (cuda_device_count(), 0 on a machine without one). Asking for more
+  /// than there are throws tide::DeviceError.
+  int cuda_devices = -1;
   SyncPolicy policy;
 
-  /// Reads TIDE_ENGINE (async|naive) and TIDE_CPU_DEVICES (1..64) over the
-  /// defaults; throws tide::ValueError on a bad value.
+  /// Reads TIDE_ENGINE (async|naive), TIDE_CPU_DEVICES (1..64) and
+  /// TIDE_CUDA_DEVICES (0..64) over the defaults; throws tide::ValueError on
+  /// a bad value.
   static EngineOptions from_env();
 };
 
@@ -123,6 +128,8 @@ class Engine {
   const std::vector<Device>& devices() const { return devices_; }
   /// Throws tide::DeviceError when `d` is not one of devices().
   void check_device(Device d) const;
+  /// The position of `d` in devices(): CPU devices first, then GPUs.
+  int device_slot(Device d) const { return d.is_cpu() ? d.index : cpu_devices_ + d.index; }
 
   /// Allocates storage on `device` owned by this engine (no op is queued).
   std::shared_ptr<Storage> allocate(Device device, std::size_t nbytes);
@@ -216,6 +223,7 @@ class Engine {
   void check_frontend_thread();
 
   std::vector<Device> devices_;
+  int cpu_devices_ = 0;
   SyncPolicy policy_;
   std::unique_ptr<Counters> counters_;
   std::atomic<bool> cancelling_{false};

@@ -27,6 +27,24 @@ class ValueError : public Error { using Error::Error; };
 /// An engine used wrongly: no active runtime, a push from a second thread...
 class UsageError : public Error { using Error::Error; };
 
+/// A failing CUDA or cuBLAS call: the message names the call, file:line, the
+/// library's error string and the rank. Sticky errors (an illegal address, a
+/// failed launch...) leave the process's CUDA context unusable.
+class CudaError : public Error {
+ public:
+  CudaError(const std::string& what, int code, bool sticky) : Error(what), code_(code), sticky_(sticky) {}
+  int code() const { return code_; }
+  bool sticky() const { return sticky_; }
+
+ private:
+  int code_;
+  bool sticky_;
+};
+
+/// The rank named in error messages: set by the Runtime (-1 until then).
+void set_process_rank(int rank);
+int process_rank();
+
 /// Where an async failure came from.
 struct OpProvenance {
   std::string op;          // op name, e.g. "div"
