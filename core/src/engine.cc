@@ -10,6 +10,10 @@
 
 #include "engine_internal.h"
 
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/cuda_runtime.h"
+#endif
+
 namespace tide {
 
 namespace {
@@ -80,6 +84,10 @@ Engine::Engine(const EngineOptions& options)
   const std::size_t nstreams = devices_.size() * kStreamKinds;
   for (std::size_t i = 0; i < nstreams; ++i)
     counters_->streams.push_back(std::make_unique<StreamCounters>());
+  counters_->device_failures.resize(devices_.size());
+#ifdef TIDE_HAVE_CUDA
+  cuda_sync_after_op_ = cuda_backend::sync_mode();
+#endif
 }
 
 Engine::~Engine() {
@@ -140,17 +148,49 @@ std::string Engine::stream_name(int stream_index) const {
          stream_kind_name(static_cast<StreamKind>(stream_index % kStreamKinds));
 }
 
+namespace {
+std::shared_ptr<const OpProvenance> make_provenance(const OpDesc& op, std::string stream, std::uint64_t step,
+                                                    std::uint64_t seq, std::string what) {
+  auto p = std::make_shared<OpProvenance>();
+  p->op = op.name;
+  p->stream = std::move(stream);
+  p->step = step;
+  p->seq = seq;
+  p->call_site = format_call_site(op.loc);
+  p->what = std::move(what);
+  return p;
+}
+}  // namespace
+
+void Engine::record_device_failure(const OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
+                                   std::uint64_t push_index, const std::string& what) {
+  auto prov = make_provenance(op, stream_name(stream_index), step, seq,
+                              what + " (seen when this op completed on the GPU; the fault may come from it or "
+                                     "from earlier work on the device)");
+  counters_->failed.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(counters_->mutex);
+  auto& slot = counters_->device_failures[static_cast<std::size_t>(stream_index / kStreamKinds)];
+  if (slot) return;  // sticky: the first fault says it all
+  slot = prov;
+  if (counters_->errors.size() < 1024) counters_->errors.push_back({prov, push_index});
+  device_failed_.store(true, std::memory_order_release);
+}
+
+void Engine::rethrow_device_failure(Device d) {
+  if (!device_failed_.load(std::memory_order_acquire)) return;
+  std::shared_ptr<const OpProvenance> p;
+  {
+    std::lock_guard<std::mutex> lock(counters_->mutex);
+    p = counters_->device_failures[static_cast<std::size_t>(device_slot(d))];
+    if (p) std::erase_if(counters_->errors, [&](const Counters::RecordedError& e) { return e.prov == p; });
+  }
+  if (p) throw BackendError(p);
+}
+
 void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
                      std::uint64_t push_index, void* native_stream, bool cancelled) {
   auto make_prov = [&](std::string what) {
-    auto p = std::make_shared<OpProvenance>();
-    p->op = op.name;
-    p->stream = stream_name(stream_index);
-    p->step = step;
-    p->seq = seq;
-    p->call_site = format_call_site(op.loc);
-    p->what = std::move(what);
-    return std::shared_ptr<const OpProvenance>(std::move(p));
+    return make_provenance(op, stream_name(stream_index), step, seq, std::move(what));
   };
   std::shared_ptr<const OpProvenance> poison;
   if (cancelled) {
@@ -176,6 +216,9 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
     const std::int64_t t0 = now_ns();
     try {
       op.fn(ctx);
+#ifdef TIDE_HAVE_CUDA
+      if (native_stream && cuda_sync_after_op_) cuda_backend::sync_stream(native_stream);
+#endif
     } catch (const std::exception& e) {
       poison = make_prov(e.what());
     } catch (...) {
@@ -252,6 +295,7 @@ void Engine::wait_for(const Storage& s, const char* kind, std::source_location l
   std::int64_t t0 = now_ns();
   wait_storage(s);
   record_blocker(kind, loc, now_ns() - t0);
+  rethrow_device_failure(s.device());
   rethrow_poison(s);
 }
 

@@ -16,7 +16,9 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     std::size_t n = devices_.size() * kStreamKinds;
     streams_.reserve(n);
     for (std::size_t i = 0; i < n; ++i)
-      streams_.push_back(std::make_unique<Stream>(static_cast<Stream::Hooks&>(*this), static_cast<int>(i)));
+      streams_.push_back(std::make_unique<Stream>(static_cast<Stream::Hooks&>(*this), static_cast<int>(i),
+                                                  devices_[i / kStreamKinds],
+                                                  static_cast<StreamKind>(i % kStreamKinds)));
   }
 
   ~AsyncEngine() override {
@@ -258,9 +260,13 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   // --- worker side ------------------------------------------------------
 
-  void run(QueuedOp& op, int stream_index) override {
-    execute(op.desc, stream_index, op.seq, op.step, op.push_index, nullptr,
+  void run(QueuedOp& op, int stream_index, void* native_stream) override {
+    execute(op.desc, stream_index, op.seq, op.step, op.push_index, native_stream,
             cancelling_.load(std::memory_order_acquire));
+  }
+
+  void async_failure(QueuedOp& op, int stream_index, const std::string& what) override {
+    record_device_failure(op.desc, stream_index, op.seq, op.step, op.push_index, what);
   }
 
   void completed() override {

@@ -66,6 +66,8 @@ struct Engine::Counters {
     std::uint64_t push_index = 0;
   };
   std::vector<RecordedError> errors;  // not yet reported at a barrier
+  /// Per device slot: the first GPU fault recorded on it (sticky).
+  std::vector<std::shared_ptr<const OpProvenance>> device_failures;
 
   /// One per stream index (devices x stream kinds), fixed at construction.
   std::vector<std::unique_ptr<StreamCounters>> streams;

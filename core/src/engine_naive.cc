@@ -5,6 +5,10 @@
 
 #include "engine_internal.h"
 
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/cuda_runtime.h"
+#endif
+
 namespace tide {
 
 namespace {
@@ -12,7 +16,24 @@ namespace {
 class NaiveEngine final : public Engine {
  public:
   explicit NaiveEngine(const EngineOptions& options)
-      : Engine(options), seqs_(devices_.size() * kStreamKinds, 0) {}
+      : Engine(options), seqs_(devices_.size() * kStreamKinds, 0), natives_(seqs_.size(), nullptr) {
+#ifdef TIDE_HAVE_CUDA
+    // GPU ops launch on streams of their own and are waited for one by one:
+    // the synchronous reference, with faults pinned on the op that made them.
+    cuda_sync_after_op_ = true;
+    try {
+      for (std::size_t i = 0; i < natives_.size(); ++i) {
+        const Device d = devices_[i / kStreamKinds];
+        if (d.is_cuda()) natives_[i] = cuda_backend::create_stream(d.index, static_cast<StreamKind>(i % kStreamKinds));
+      }
+    } catch (...) {
+      destroy_streams();
+      throw;
+    }
+#endif
+  }
+
+  ~NaiveEngine() override { destroy_streams(); }
 
   EngineKind kind() const override { return EngineKind::naive; }
   void cancel_pending() override { check_frontend_thread(); drop_errors(); }
@@ -22,7 +43,11 @@ class NaiveEngine final : public Engine {
     auto& c = *counters_;
     c.note_peak(c.peak_queued_ops, 1);
     std::uint64_t seq = ++seqs_[static_cast<std::size_t>(stream_index)];
-    execute(op, stream_index, seq, current_step(), push_index, nullptr, false);
+    void* native = natives_[static_cast<std::size_t>(stream_index)];
+#ifdef TIDE_HAVE_CUDA
+    if (native) cuda_backend::set_device(op.device.index);
+#endif
+    execute(op, stream_index, seq, current_step(), push_index, native, false);
     for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->var().written = true;
     completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -34,7 +59,17 @@ class NaiveEngine final : public Engine {
   void wait_storage(const Storage&) override {}
   void wait_everything() override {}
 
+  void destroy_streams() noexcept {
+#ifdef TIDE_HAVE_CUDA
+    for (std::size_t i = 0; i < natives_.size(); ++i) {
+      cuda_backend::destroy_stream(devices_[i / kStreamKinds].index, natives_[i]);
+      natives_[i] = nullptr;
+    }
+#endif
+  }
+
   std::vector<std::uint64_t> seqs_;
+  std::vector<void*> natives_;  // cudaStream_t per GPU stream index
   std::atomic<std::uint64_t> completed_{0};
 };
 

@@ -2,14 +2,28 @@
 
 #include <cstdlib>
 #include <new>
+#include <string>
+
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/cuda_runtime.h"
+#endif
 
 namespace tide {
 
+// GPU memory comes from the device's stream-ordered pool (cuda/cuda_runtime.h).
 // CPU memory: 64-byte aligned so kernels may use aligned vector loads. Freed
 // by whoever drops the last reference; queued ops hold one, so a block is
 // never released before its last use has completed.
 Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
     : engine_id_(engine_id), device_(device), nbytes_(nbytes) {
+  if (device.is_cuda()) {
+#ifdef TIDE_HAVE_CUDA
+    data_ = cuda_backend::alloc(device.index, nbytes);
+    return;
+#else
+    throw DeviceError("cannot allocate on " + device.str() + ": tide was built without the CUDA backend");
+#endif
+  }
   // Whole cache lines: a worker writing one storage never shares a line
   // with anything the frontend or another worker writes.
   std::size_t rounded = (nbytes + 63) / 64 * 64;
@@ -18,6 +32,24 @@ Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
   if (!data_) throw std::bad_alloc();
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() {
+#ifdef TIDE_HAVE_CUDA
+  if (device_.is_cuda()) {
+    cuda_backend::free(device_.index, data_);
+    return;
+  }
+#endif
+  std::free(data_);
+}
+
+std::uint64_t cuda_memory_in_use(int device) {
+#ifdef TIDE_HAVE_CUDA
+  if (device < 0 || device >= cuda_device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
+  return cuda_backend::memory_used(device);
+#else
+  throw DeviceError("cuda:" + std::to_string(device) + ": tide was built without the CUDA backend");
+#endif
+}
 
 }  // namespace tide

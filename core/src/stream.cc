@@ -1,8 +1,32 @@
 #include "stream.h"
 
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/cuda_runtime.h"
+#include "cuda/lane.h"
+#else
+namespace tide::cuda_backend {
+// Never made without the CUDA backend; complete so unique_ptr can free it.
+class Lane {
+ public:
+  void* native() const { return nullptr; }
+};
+}  // namespace tide::cuda_backend
+#endif
+
 namespace tide {
 
-Stream::Stream(Hooks& hooks, int index) : hooks_(hooks), index_(index), thread_([this] { worker(); }) {}
+Stream::Stream(Hooks& hooks, int index, Device device, StreamKind kind) : hooks_(hooks), index_(index) {
+#ifdef TIDE_HAVE_CUDA
+  if (device.is_cuda()) {
+    lane_ = std::make_unique<cuda_backend::Lane>(device.index, kind);
+    completer_ = std::thread([this] { completion_worker(); });
+  }
+#else
+  (void)device;
+  (void)kind;
+#endif
+  thread_ = std::thread([this] { worker(); });
+}
 
 Stream::~Stream() {
   if (thread_.joinable()) {
@@ -13,9 +37,14 @@ Stream::~Stream() {
   for (QueuedOp* op : free_) delete op;
 }
 
+void* Stream::native_stream() const { return lane_ ? lane_->native() : nullptr; }
+
 void Stream::stop() { queue_.push(nullptr); }  // a sentinel: everything before it runs first
 
-void Stream::join() { thread_.join(); }
+void Stream::join() {
+  thread_.join();
+  if (completer_.joinable()) completer_.join();  // the worker sent it a sentinel
+}
 
 QueuedOp* Stream::acquire_op() {
   reclaim();
@@ -59,6 +88,21 @@ void Stream::wait_until(std::uint64_t seq) {
   waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void Stream::wait_launched(std::uint64_t seq) {
+  auto done = [&] { return launched_.load(std::memory_order_seq_cst) >= seq; };
+  if (done()) return;
+  for (int i = 0; i < 256; ++i) {
+    TIDE_CPU_RELAX();
+    if (done()) return;
+  }
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, done);
+  }
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void Stream::complete(std::uint64_t seq) {
   // seq_cst on both sides: a waiter either sees the new count before it
   // sleeps, or is counted in waiters_ here and gets the notify.
@@ -69,20 +113,90 @@ void Stream::complete(std::uint64_t seq) {
   }
 }
 
+void Stream::finish(QueuedOp* op) {
+  const std::uint64_t seq = op->seq;
+  if (op->bytes)
+    completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes,
+                           std::memory_order_seq_cst);
+  finished_.push(op);  // the op is the frontend's again from here
+  complete(seq);
+  hooks_.completed();
+}
+
+void Stream::wait_point(const StreamPoint& p) {
+#ifdef TIDE_HAVE_CUDA
+  if (lane_ && p.stream->lane_) {
+    // GPU after GPU: once the producer is launched, its event orders the
+    // two streams on the device; the host does not wait for the GPU.
+    p.stream->wait_launched(p.seq);
+    p.stream->lane_->make_wait(p.seq, lane_->native(), p.stream->completed_);
+    return;
+  }
+#endif
+  p.stream->wait_until(p.seq);  // a CPU side: the host waits for completion
+}
+
 void Stream::worker() {
+#ifdef TIDE_HAVE_CUDA
+  std::string device_error;
+  if (lane_) {
+    try {
+      cuda_backend::set_device(lane_->device());
+    } catch (const std::exception& e) {
+      device_error = e.what();
+    }
+  }
+#endif
   for (;;) {
     QueuedOp* op = queue_.pop();  // spins briefly, then sleeps
-    if (!op) return;
-    for (int i = 0; i < op->nwaits; ++i) op->waits[i].stream->wait_until(op->waits[i].seq);
-    hooks_.run(*op, index_);
-    const std::uint64_t seq = op->seq;
-    if (op->bytes)
-      completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes,
-                             std::memory_order_seq_cst);
-    finished_.push(op);  // the op is the frontend's again from here
-    complete(seq);
-    hooks_.completed();
+    if (!op) break;
+#ifdef TIDE_HAVE_CUDA
+    if (lane_) {
+      std::string error = device_error;
+      try {
+        for (int i = 0; i < op->nwaits; ++i) wait_point(op->waits[i]);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      // A failed wait leaves the op unordered: it must not run. Its device
+      // is then marked failed, and barriers on it throw.
+      if (error.empty()) hooks_.run(*op, index_, lane_->native());
+      // The slot of this op's event held op seq - kRing's: it must be done.
+      if (op->seq > cuda_backend::Lane::kRing) wait_until(op->seq - cuda_backend::Lane::kRing);
+      std::string rec = lane_->record(op->seq);
+      if (error.empty()) error = std::move(rec);
+      if (!error.empty()) hooks_.async_failure(*op, index_, error);
+      launched_.store(op->seq, std::memory_order_seq_cst);
+      if (waiters_.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        cv_.notify_all();
+      }
+      inflight_.push(op);
+      continue;
+    }
+#endif
+    for (int i = 0; i < op->nwaits; ++i) wait_point(op->waits[i]);
+    hooks_.run(*op, index_, nullptr);
+    finish(op);
   }
+  if (lane_) inflight_.push(nullptr);  // the completion thread drains, then ends
+}
+
+void Stream::completion_worker() {
+#ifdef TIDE_HAVE_CUDA
+  try {
+    cuda_backend::set_device(lane_->device());
+  } catch (const std::exception&) {
+    // Every op of this stream then fails at launch, and its event reports it.
+  }
+  for (;;) {
+    QueuedOp* op = inflight_.pop();
+    if (!op) return;
+    std::string error = lane_->wait_done(op->seq);
+    if (!error.empty()) hooks_.async_failure(*op, index_, error);
+    finish(op);
+  }
+#endif
 }
 
 }  // namespace tide

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -13,6 +15,10 @@
 #include "spsc_queue.h"
 
 namespace tide {
+
+namespace cuda_backend {
+class Lane;
+}
 
 /// An op waiting in a stream's queue, with the events it must wait for.
 /// Ops are recycled: a finished op travels back to the frontend, which
@@ -41,13 +47,20 @@ class Stream {
  public:
   /// `run` executes one op on the worker; `completed` is called after the
   /// stream's completed count has moved.
+  /// `async_failure` reports a fault the GPU raised while or after running
+  /// `op` (seen at its completion event), on the completion thread.
   struct Hooks {
-    virtual void run(QueuedOp& op, int stream_index) = 0;
+    virtual void run(QueuedOp& op, int stream_index, void* native_stream) = 0;
     virtual void completed() = 0;
+    virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what) = 0;
     virtual ~Hooks() = default;
   };
 
-  Stream(Hooks& hooks, int index);
+  /// A stream of `device`. On a GPU the worker launches each op on the
+  /// stream's cudaStream_t and a completion thread moves the completed count
+  /// once the GPU has run it (so barriers, the sync policy and memory see
+  /// GPU completion); waits between GPU streams are cudaStreamWaitEvent.
+  Stream(Hooks& hooks, int index, Device device, StreamKind kind);
   /// Joins the worker if stop() and join() were not called.
   ~Stream();
   Stream(const Stream&) = delete;
@@ -82,10 +95,19 @@ class Stream {
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
   /// Blocks until `seq` ops have completed: a short spin, then sleep.
   void wait_until(std::uint64_t seq);
+  /// The cudaStream_t of a GPU stream, null on a CPU device.
+  void* native_stream() const;
 
  private:
   void worker();
   void complete(std::uint64_t seq);
+  /// Everything after an op has completed: bytes, recycling, waiters.
+  void finish(QueuedOp* op);
+  /// Waits (host or GPU) for another stream's point before an op runs.
+  void wait_point(const StreamPoint& p);
+  /// Blocks until `seq` ops have been launched (GPU streams) or completed.
+  void wait_launched(std::uint64_t seq);
+  void completion_worker();
 
   static constexpr std::size_t kMaxFree = 1024;
 
@@ -103,7 +125,12 @@ class Stream {
   std::mutex mutex_;
   std::condition_variable cv_;
   SpscQueue<QueuedOp*> queue_;     // frontend -> worker
-  SpscQueue<QueuedOp*> finished_;  // worker -> frontend, for reuse
+  SpscQueue<QueuedOp*> finished_;  // worker (or completion thread) -> frontend, for reuse
+  // GPU streams only.
+  std::unique_ptr<cuda_backend::Lane> lane_;
+  alignas(64) std::atomic<std::uint64_t> launched_{0};  // written by the worker
+  SpscQueue<QueuedOp*> inflight_;  // worker -> completion thread
+  std::thread completer_;
   std::thread thread_;
 };
 

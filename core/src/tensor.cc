@@ -8,6 +8,10 @@
 
 #include "engine_internal.h"
 
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/cuda_runtime.h"
+#endif
+
 namespace tide {
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype)
@@ -49,11 +53,18 @@ const Tensor& Tensor::wait_to_read(std::source_location loc) const {
 
 const void* Tensor::read_host(const char* kind, std::source_location loc) const {
   Engine& e = engine();
-  if (!storage_->device().is_cpu())
-    throw DeviceError(std::string(kind) + " on a " + storage_->device().str() +
-                      " tensor: copy_to(cpu()) first");
   e.wait_for(*storage_, kind, loc);
-  return storage_->data();
+  if (storage_->device().is_cpu()) return storage_->data();
+#ifdef TIDE_HAVE_CUDA
+  // A GPU tensor's bytes come to a host buffer of the frontend thread (the
+  // one thread that may call blockers), valid until its next blocker.
+  thread_local std::vector<unsigned char> host;
+  host.resize(nbytes());
+  cuda_backend::read_to_host(storage_->device().index, host.data(), storage_->data(), nbytes());
+  return host.data();
+#else
+  throw DeviceError(std::string(kind) + " on a " + storage_->device().str() + " tensor, without the CUDA backend");
+#endif
 }
 
 namespace {

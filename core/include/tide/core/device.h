@@ -36,6 +36,9 @@ constexpr Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
 int cuda_device_count();
 /// Whether this build has the CUDA backend.
 bool cuda_built();
+/// Bytes of cuda:`device`'s memory pool held by live storages (throws
+/// tide::DeviceError for a device this process does not have).
+std::uint64_t cuda_memory_in_use(int device);
 
 /// The streams every device has. Ops run on the compute stream unless a
 /// StreamScope (or the op itself, like copy_to) picks another.

@@ -217,6 +217,14 @@ class Engine {
                std::uint64_t push_index, void* native_stream, bool cancelled);
   /// Throws the error poisoning `s`, if any, marking it reported.
   void rethrow_poison(const Storage& s);
+  /// A GPU fault seen after `op` ran (at its completion event) or a failed
+  /// cross-stream wait: recorded as an error, and the device is marked
+  /// failed, so every later barrier on it throws (CUDA faults are sticky).
+  /// Any thread.
+  void record_device_failure(const OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
+                             std::uint64_t push_index, const std::string& what);
+  /// Throws the failure recorded for `d`, if any.
+  void rethrow_device_failure(Device d);
   void rethrow_first_unreported();
   void drop_errors();
   std::uint64_t current_step() const { return step_index_; }
@@ -228,6 +236,10 @@ class Engine {
   std::unique_ptr<Counters> counters_;
   std::atomic<bool> cancelling_{false};
   std::atomic<bool> tracing_{false};
+  std::atomic<bool> device_failed_{false};
+  /// Wait for each GPU op's completion inside execute() (TIDE_CUDA_SYNC=1,
+  /// and always on the naive engine), so a fault fails the op that caused it.
+  bool cuda_sync_after_op_ = false;
 
  private:
   std::uint64_t id_;

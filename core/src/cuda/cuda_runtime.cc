@@ -1,0 +1,230 @@
+#include "cuda_runtime.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <tide/core/cuda_check.h>
+
+namespace tide::cuda_backend {
+
+namespace {
+
+/// Per device: its default pool and the idle stream allocations run on.
+struct DeviceMemory {
+  cudaMemPool_t pool = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+/// Bytes the pool keeps cached after frees (TIDE_CUDA_POOL_KEEP_MB): by
+/// default everything, like a caching allocator; a smaller value returns
+/// memory to the driver at the next synchronization.
+std::uint64_t pool_release_threshold() {
+  if (const char* v = std::getenv("TIDE_CUDA_POOL_KEEP_MB"); v && *v) {
+    char* end = nullptr;
+    unsigned long long mb = std::strtoull(v, &end, 10);
+    if (*end != '\0')
+      throw ValueError(std::string("TIDE_CUDA_POOL_KEEP_MB=") + v + ": expected a number of MiB");
+    return static_cast<std::uint64_t>(mb) << 20;
+  }
+  return std::numeric_limits<std::uint64_t>::max();
+}
+
+DeviceMemory& memory(int device) {
+  static std::mutex mutex;
+  static std::unordered_map<int, DeviceMemory> devices;
+  std::lock_guard<std::mutex> lock(mutex);
+  DeviceMemory& m = devices[device];
+  if (!m.pool) {
+    int prev = 0;
+    TIDE_CUDA_CHECK(cudaGetDevice(&prev));
+    TIDE_CUDA_CHECK(cudaSetDevice(device));
+    cudaMemPool_t pool = nullptr;
+    TIDE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    std::uint64_t keep = pool_release_threshold();
+    TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+    TIDE_CUDA_CHECK(cudaSetDevice(prev));
+    m.pool = pool;
+  }
+  return m;
+}
+
+/// TIDE_CUDA_STAGING_KB: the size of one pinned staging chunk.
+std::size_t staging_chunk_bytes() {
+  static const std::size_t bytes = [] {
+    std::size_t kb = 4096;
+    if (const char* v = std::getenv("TIDE_CUDA_STAGING_KB"); v && *v) kb = std::strtoull(v, nullptr, 10);
+    return std::max<std::size_t>(kb, 64) << 10;
+  }();
+  return bytes;
+}
+
+/// Two pinned chunks and their events, one set per worker thread (each
+/// stream has one worker, so per copy stream). Freed at thread exit.
+struct Staging {
+  int device = -1;
+  void* chunk[2] = {nullptr, nullptr};
+  cudaEvent_t done[2] = {nullptr, nullptr};
+  bool busy[2] = {false, false};
+
+  ~Staging() {
+    for (int i = 0; i < 2; ++i) {
+      if (done[i]) cudaEventDestroy(done[i]);
+      if (chunk[i]) cudaFreeHost(chunk[i]);
+    }
+  }
+  void ensure(int dev) {
+    if (chunk[0]) return;
+    device = dev;
+    for (int i = 0; i < 2; ++i) {
+      TIDE_CUDA_CHECK(cudaHostAlloc(&chunk[i], staging_chunk_bytes(), cudaHostAllocPortable));
+      TIDE_CUDA_CHECK(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming | cudaEventBlockingSync));
+    }
+  }
+  /// Waits until chunk i's previous DMA is over.
+  void wait(int i) {
+    if (busy[i]) TIDE_CUDA_CHECK(cudaEventSynchronize(done[i]));
+    busy[i] = false;
+  }
+};
+
+Staging& staging(int device) {
+  thread_local std::unordered_map<int, Staging> per_device;
+  Staging& s = per_device[device];
+  s.ensure(device);
+  return s;
+}
+
+void copy_host_to_device(cudaStream_t s, int dev, char* dst, const char* src, std::size_t n) {
+  Staging& st = staging(dev);
+  const std::size_t chunk = staging_chunk_bytes();
+  int i = 0;
+  for (std::size_t off = 0; off < n; off += chunk, i ^= 1) {
+    const std::size_t len = std::min(chunk, n - off);
+    st.wait(i);  // its last DMA must be done before the host refills it
+    std::memcpy(st.chunk[i], src + off, len);
+    TIDE_CUDA_CHECK(cudaMemcpyAsync(dst + off, st.chunk[i], len, cudaMemcpyHostToDevice, s));
+    TIDE_CUDA_CHECK(cudaEventRecord(st.done[i], s));
+    st.busy[i] = true;
+  }
+  // Chunks still in flight are waited for by the next copy that reuses them;
+  // the bytes were taken from the source already, so the op is done with it.
+}
+
+void copy_device_to_host(cudaStream_t s, int dev, char* dst, const char* src, std::size_t n) {
+  Staging& st = staging(dev);
+  const std::size_t chunk = staging_chunk_bytes();
+  // Chunk k's DMA is issued before chunk k-1 is drained to the destination,
+  // so the host memcpy overlaps the next transfer.
+  std::size_t pending_off = 0, pending_len = 0;
+  int pending = -1;
+  int i = 0;
+  for (std::size_t off = 0; off < n; off += chunk, i ^= 1) {
+    const std::size_t len = std::min(chunk, n - off);
+    st.wait(i);
+    TIDE_CUDA_CHECK(cudaMemcpyAsync(st.chunk[i], src + off, len, cudaMemcpyDeviceToHost, s));
+    TIDE_CUDA_CHECK(cudaEventRecord(st.done[i], s));
+    st.busy[i] = true;
+    if (pending >= 0) {
+      st.wait(pending);
+      std::memcpy(dst + pending_off, st.chunk[pending], pending_len);
+    }
+    pending = i;
+    pending_off = off;
+    pending_len = len;
+  }
+  if (pending >= 0) {
+    st.wait(pending);
+    std::memcpy(dst + pending_off, st.chunk[pending], pending_len);
+  }
+}
+
+}  // namespace
+
+void set_device(int device) { TIDE_CUDA_CHECK(cudaSetDevice(device)); }
+
+void* alloc(int device, std::size_t nbytes) {
+  DeviceMemory& m = memory(device);
+  void* p = nullptr;
+  // A zero-byte tensor still gets a distinct, valid pointer.
+  TIDE_CUDA_CHECK(cudaMallocFromPoolAsync(&p, std::max<std::size_t>(nbytes, 256), m.pool, m.stream));
+  return p;
+}
+
+void free(int device, void* p) noexcept {
+  if (!p) return;
+  DeviceMemory& m = memory(device);
+  // Errors here (a dead context at exit) cannot be reported from a destructor.
+  if (cudaFreeAsync(p, m.stream) != cudaSuccess) cudaGetLastError();
+}
+
+std::uint64_t memory_used(int device) {
+  DeviceMemory& m = memory(device);
+  std::uint64_t used = 0;
+  TIDE_CUDA_CHECK(cudaMemPoolGetAttribute(m.pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  return used;
+}
+
+void* create_stream(int device, StreamKind kind) {
+  set_device(device);
+  int least = 0, greatest = 0;
+  TIDE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  cudaStream_t s = nullptr;
+  TIDE_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking,
+                                               kind == StreamKind::comm ? greatest : least));
+  return s;
+}
+
+void destroy_stream(int device, void* stream) noexcept {
+  if (!stream) return;
+  if (cudaSetDevice(device) != cudaSuccess || cudaStreamDestroy(static_cast<cudaStream_t>(stream)) != cudaSuccess)
+    cudaGetLastError();
+}
+
+void sync_stream(void* stream) { TIDE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
+
+bool sync_mode() {
+  static const bool on = [] {
+    const char* v = std::getenv("TIDE_CUDA_SYNC");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+void copy(void* stream, Device dst_dev, void* dst, Device src_dev, const void* src, std::size_t nbytes) {
+  if (nbytes == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  auto* d = static_cast<char*>(dst);
+  const auto* from = static_cast<const char*>(src);
+  if (dst_dev.is_cuda() && src_dev.is_cuda()) {
+    if (dst_dev.index == src_dev.index) {
+      TIDE_CUDA_CHECK(cudaMemcpyAsync(d, from, nbytes, cudaMemcpyDeviceToDevice, s));
+    } else {
+      TIDE_CUDA_CHECK(cudaMemcpyPeerAsync(d, dst_dev.index, from, src_dev.index, nbytes, s));
+    }
+  } else if (dst_dev.is_cuda()) {
+    copy_host_to_device(s, dst_dev.index, d, from, nbytes);
+  } else if (src_dev.is_cuda()) {
+    copy_device_to_host(s, src_dev.index, d, from, nbytes);
+  } else {
+    std::memmove(d, from, nbytes);
+  }
+}
+
+void read_to_host(int device, void* dst, const void* src, std::size_t nbytes) {
+  if (nbytes == 0) return;
+  set_device(device);
+  // The producers have completed: a plain synchronous copy (on the legacy
+  // stream, which does not wait for tide's non-blocking streams).
+  TIDE_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
+}
+
+}  // namespace tide::cuda_backend
