@@ -2,6 +2,7 @@
 // contiguous elements (ops/src/cpu/elementwise_kernels.h).
 #include <tide/ops/elementwise.h>
 #include <tide/ops/nn.h>
+#include <tide/core/copy.h>
 
 #include <cstring>
 #include <string>
@@ -131,10 +132,12 @@ void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   check_same_dtype(name, dst, src);
   check_same_shape(name, dst, src);
   const std::size_t nbytes = dst.nbytes();
-  // memmove: copy_(t, t) is legal and its source and destination coincide.
+  const Device to = dst.device(), from = src.device();
+  // copy_bytes moves within a device with memmove semantics: copy_(t, t) is
+  // legal and its source and destination coincide.
   push_into(
-      e, name, dst.device(), {src.storage()}, {dst.storage()},
-      [nbytes](const OpContext& ctx) { std::memmove(ctx.out<char>(0), ctx.in<char>(0), nbytes); },
+      e, name, copy_device(to, from), {src.storage()}, {dst.storage()},
+      [nbytes, to, from](const OpContext& ctx) { copy_bytes(ctx, to, ctx.out<char>(0), from, ctx.in<char>(0), nbytes); },
       loc);
 }
 
@@ -143,10 +146,22 @@ Tensor copy_to(const Tensor& src, Device device, Loc loc) {
   Engine& e = engine_of(name, src, "src");
   e.check_device(device);
   const std::size_t nbytes = src.nbytes();
-  return push_new(
-      e, name, src.shape(), src.dtype(), device, {src.storage()},
-      [nbytes](const OpContext& ctx) { std::memcpy(ctx.out<char>(0), ctx.in<char>(0), nbytes); },
-      loc, static_cast<int>(StreamKind::copy));
+  const Device from = src.device();
+  // On a GPU's copy stream (the source's for GPU to host), so transfers
+  // overlap that GPU's compute.
+  Tensor out = Tensor::empty(src.shape(), src.dtype(), device);
+  OpDesc op;
+  op.name = name;
+  op.device = copy_device(device, from);
+  op.stream = static_cast<int>(StreamKind::copy);
+  op.fn = [nbytes, device, from](const OpContext& ctx) {
+    copy_bytes(ctx, device, ctx.out<char>(0), from, ctx.in<char>(0), nbytes);
+  };
+  op.reads.add(src.storage());
+  op.writes.add(out.storage());
+  op.loc = loc;
+  e.push(std::move(op));
+  return out;
 }
 
 // Declared in nn.h: accuracy is sum(eq(argmax(logits, 1), labels)).

@@ -10,6 +10,7 @@
 #include <tide/ops/elementwise.h>
 #include <tide/ops/reduction.h>
 
+#include "../gpu_test_util.h"
 #include "test_util.h"
 
 namespace tide::test {
@@ -19,13 +20,17 @@ struct Program {
   std::uint64_t seed;
   int devices;
   int ops;
+  int gpus = 0;  // GPUs cuda:0.. beside the CPU devices
 };
 
 std::vector<std::vector<float>> run(const Program& p, EngineKind kind) {
-  EngineFixture e(kind, p.devices);
+  EngineFixture e(kind, p.devices, {}, p.gpus);
   std::mt19937_64 rng(p.seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
-  auto device = [&] { return cpu(pick(p.devices)); };
+  auto device = [&] {
+    const int i = pick(p.devices + p.gpus);
+    return i < p.devices ? cpu(i) : cuda(i - p.devices);
+  };
   const Shape shape{4, 8};
 
   std::vector<Tensor> pool;
@@ -63,6 +68,7 @@ class Differential : public ::testing::TestWithParam<Program> {};
 
 TEST_P(Differential, AsyncMatchesNaiveBitwise) {
   const Program p = GetParam();
+  if (p.gpus > 0) TIDE_REQUIRE_GPU();
   auto expected = run(p, EngineKind::naive);
   auto got = run(p, EngineKind::async);
   ASSERT_EQ(got.size(), expected.size());
@@ -76,9 +82,12 @@ TEST_P(Differential, AsyncMatchesNaiveBitwise) {
 INSTANTIATE_TEST_SUITE_P(
     RandomPrograms, Differential,
     ::testing::Values(Program{1, 1, 3000}, Program{2, 1, 3000}, Program{3, 2, 3000},
-                      Program{4, 2, 3000}, Program{5, 4, 3000}, Program{6, 4, 3000}),
+                      Program{4, 2, 3000}, Program{5, 4, 3000}, Program{6, 4, 3000},
+                      // Each op on cuda:0 or a CPU device: GPU streams, events and copies.
+                      Program{7, 1, 3000, 1}, Program{8, 2, 3000, 1}),
     [](const auto& info) {
-      return "seed" + std::to_string(info.param.seed) + "_devices" + std::to_string(info.param.devices);
+      return "seed" + std::to_string(info.param.seed) + "_devices" + std::to_string(info.param.devices) +
+             (info.param.gpus ? "_gpus" + std::to_string(info.param.gpus) : "");
     });
 
 }  // namespace

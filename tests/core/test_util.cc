@@ -4,10 +4,11 @@
 
 namespace tide::test {
 
-EngineFixture::EngineFixture(EngineKind kind, int devices, SyncPolicy policy) {
+EngineFixture::EngineFixture(EngineKind kind, int devices, SyncPolicy policy, int gpus) {
   EngineOptions o;
   o.kind = kind;
   o.cpu_devices = devices;
+  o.cuda_devices = gpus;
   o.policy = policy;
   engine = Engine::create(o);
   scope = std::make_unique<EngineScope>(*engine);

@@ -13,10 +13,11 @@
 
 namespace tide::test {
 
-/// An engine of `kind` with `devices` CPU devices, made current.
+/// An engine of `kind` with `devices` CPU devices and `gpus` GPUs, made
+/// current.
 struct EngineFixture {
   explicit EngineFixture(EngineKind kind = EngineKind::async, int devices = 1,
-                         SyncPolicy policy = {});
+                         SyncPolicy policy = {}, int gpus = 0);
   std::unique_ptr<Engine> engine;
   std::unique_ptr<EngineScope> scope;
   Engine& operator*() { return *engine; }

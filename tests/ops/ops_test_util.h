@@ -29,6 +29,7 @@ class OpsTest : public ::testing::TestWithParam<EngineKind> {
     EngineOptions opts;
     opts.kind = GetParam();
     opts.cpu_devices = 2;
+    opts.cuda_devices = 0;
     eng_ = Engine::create(opts);
     scope_.emplace(*eng_);
   }

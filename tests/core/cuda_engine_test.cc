@@ -1,0 +1,148 @@
+// The engine on a GPU: devices and stream names, copies through the pinned
+// staging path, ordering between GPU streams (events) and between a GPU and
+// the host, errors, and device memory going back to its baseline. Tests that
+// need a GPU skip without one; the device-list checks run everywhere.
+#include <latch>
+#include <vector>
+
+#include <tide/core/copy.h>
+#include <tide/ops/creation.h>
+#include <tide/ops/elementwise.h>
+
+#include "../gpu_test_util.h"
+#include "test_util.h"
+
+namespace tide::test {
+namespace {
+
+TEST(CudaDevices, AskingForMoreGpusThanThereAreThrows) {
+  EngineOptions o;
+  o.cuda_devices = cuda_device_count() + 1;
+  try {
+    Engine::create(o);
+    FAIL() << "an engine with more GPUs than the process has was created";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA device"), std::string::npos) << e.what();
+  }
+  o.cuda_devices = -2;
+  EXPECT_THROW(Engine::create(o), ValueError);
+}
+
+TEST(CudaDevices, GpusComeAfterCpuDevices) {
+  EngineOptions o;
+  o.cpu_devices = 2;
+  o.cuda_devices = -1;  // all of them: none on a machine without a GPU
+  auto e = Engine::create(o);
+  ASSERT_EQ(e->devices().size(), static_cast<std::size_t>(2 + cuda_device_count()));
+  EXPECT_EQ(e->devices()[1], cpu(1));
+  for (int i = 0; i < cuda_device_count(); ++i) {
+    EXPECT_EQ(e->devices()[static_cast<std::size_t>(2 + i)], cuda(i));
+    EXPECT_EQ(e->stream_name((2 + i) * kStreamKinds + 2), cuda(i).str() + "/comm");
+  }
+  EXPECT_THROW(e->allocate(cuda(cuda_device_count()), 8), DeviceError);
+  EXPECT_THROW(cuda_memory_in_use(cuda_device_count()), DeviceError);
+}
+
+TEST(CudaDevices, CopyDeviceIsTheGpuSide) {
+  EXPECT_EQ(copy_device(cuda(0), cpu(0)), cuda(0));  // host to GPU: the destination
+  EXPECT_EQ(copy_device(cpu(0), cuda(1)), cuda(1));  // GPU to host: the source
+  EXPECT_EQ(copy_device(cuda(0), cuda(1)), cuda(1));
+  EXPECT_EQ(copy_device(cpu(1), cpu(0)), cpu(1));
+}
+
+class CudaEngine : public ::testing::TestWithParam<EngineKind> {};
+
+TEST_P(CudaEngine, CopiesRoundTripExactlyAtEverySize) {
+  TIDE_REQUIRE_GPU();
+  EngineFixture e(GetParam(), 1, {}, 1);
+  // 0, one element, and sizes around and past the 4 MiB staging chunks.
+  for (std::int64_t n : {0L, 1L, 1000L, (1L << 20) - 1, (3L << 20) + 5}) {
+    std::vector<float> host(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) host[static_cast<std::size_t>(i)] = static_cast<float>(i) * 0.5f - 7.0f;
+    Tensor h = from_vector(host, {n});
+    Tensor g = copy_to(h, cuda(0));
+    Tensor g2 = Tensor::empty({n}, DType::f32, cuda(0));
+    copy_(g2, g);  // on the GPU
+    EXPECT_EQ(copy_to(g2, cpu(0)).to_vector<float>(), host) << n << " elements";
+    EXPECT_EQ(g.to_vector<float>(), host) << n << " elements, read straight from the GPU";
+  }
+}
+
+TEST_P(CudaEngine, ComputeThenCopyStreamSeesEveryWrite) {
+  TIDE_REQUIRE_GPU();
+  EngineFixture e(GetParam(), 1, {}, 1);
+  const std::int64_t n = 1 << 22;  // big enough that 100 adds take a while
+  Tensor x = zeros({n}, {DType::f32, cuda(0)});
+  for (int i = 0; i < 100; ++i) add_(x, 1.0);
+  Tensor host;
+  {
+    StreamScope copy(StreamKind::copy, *e);
+    host = copy_to(x, cpu(0));  // RAW across streams: an event wait
+  }
+  add_(x, 1.0);  // WAR: must not overtake the copy
+  std::vector<float> v = host.to_vector<float>();
+  EXPECT_EQ(v.front(), 100.0f);
+  EXPECT_EQ(v.back(), 100.0f);
+  EXPECT_EQ(x.to_vector<float>().back(), 101.0f);
+}
+
+TEST_P(CudaEngine, BarrierWaitsOnlyForItsProducer) {
+  TIDE_REQUIRE_GPU();
+  if (GetParam() == EngineKind::naive) GTEST_SKIP() << "the naive engine runs each op before the next push";
+  EngineFixture e(GetParam(), 1, {}, 1);
+  std::latch hold(1);
+  auto blocked = buffer(*e, cuda(0));
+  // The copy stream's worker is held on the host; the compute stream is free.
+  push(*e, "held", cuda(0), StreamKind::copy, {}, {blocked}, [&](const OpContext&) { hold.wait(); });
+  Tensor y = full({1000}, 3.0, {DType::f32, cuda(0)});
+  EXPECT_EQ(y.to_vector<float>().back(), 3.0f);
+  hold.count_down();
+  e->wait_all();
+}
+
+TEST_P(CudaEngine, AFailingGpuOpIsReportedWithItsStream) {
+  TIDE_REQUIRE_GPU();
+  EngineFixture e(GetParam(), 1, {}, 1);
+  auto x = buffer(*e, cuda(0));
+  push(*e, "bad_gpu_op", cuda(0), StreamKind::compute, {}, {x},
+       [](const OpContext&) { throw ValueError("refused on the GPU"); });
+  Tensor t(x, {1}, DType::f32);
+  try {
+    t.wait_to_read();
+    FAIL() << "no error";
+  } catch (const BackendError& err) {
+    EXPECT_EQ(err.provenance().op, "bad_gpu_op");
+    EXPECT_EQ(err.provenance().stream, "cuda:0/compute");
+  }
+  // The engine and the device stay usable.
+  EXPECT_EQ(full({4}, 2.0, {DType::f32, cuda(0)}).to_vector<float>().back(), 2.0f);
+}
+
+TEST_P(CudaEngine, DeviceMemoryReturnsToItsBaseline) {
+  TIDE_REQUIRE_GPU();
+  EngineFixture e(GetParam(), 1, {}, 1);
+  e->wait_all();
+  const std::uint64_t before = cuda_memory_in_use(0);
+  {
+    Tensor x = ones({4096}, {DType::f32, cuda(0)});
+    for (int i = 0; i < 10000; ++i) x = add(x, 1.0);  // each op allocates its output
+    EXPECT_EQ(x.to_vector<float>().back(), 10001.0f);
+  }
+  e->wait_all();  // finished ops are reclaimed, and with them the storages
+  EXPECT_EQ(cuda_memory_in_use(0), before);
+}
+
+TEST_P(CudaEngine, ShutdownWithQueuedGpuWorkDoesNotHang) {
+  TIDE_REQUIRE_GPU();
+  EngineFixture e(GetParam(), 1, {}, 1);
+  Tensor x = zeros({1 << 20}, {DType::f32, cuda(0)});
+  for (int i = 0; i < 2000; ++i) add_(x, 1.0);  // more than the event ring holds
+  e.scope.reset();
+  e.engine.reset();  // drains the streams, then joins the workers
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, CudaEngine, ::testing::Values(EngineKind::async, EngineKind::naive),
+                         [](const auto& info) { return std::string(engine_kind_name(info.param)); });
+
+}  // namespace
+}  // namespace tide::test
