@@ -38,8 +38,8 @@ if [ "$cluster_ours" -eq 1 ]; then
   trap - EXIT INT TERM
 fi
 
-echo "== engine tests under ThreadSanitizer"
+echo "== engine tests under ThreadSanitizer (built without CUDA: also checks the CPU-only build)"
 TIDE_BUILD_DIR="$root/build-tsan" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTIDE_SANITIZE=thread -DTIDE_ONLY_CORE_TESTS=ON -DTIDE_BUILD_EXAMPLES=OFF
+  -DTIDE_SANITIZE=thread -DTIDE_ONLY_CORE_TESTS=ON -DTIDE_BUILD_EXAMPLES=OFF -DTIDE_ENABLE_CUDA=OFF
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" -L core
