@@ -42,6 +42,14 @@ Storage::~Storage() {
   std::free(data_);
 }
 
+void use_cuda_device(int device) {
+  if (device < 0 || device >= cuda_device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
+#ifdef TIDE_HAVE_CUDA
+  cuda_backend::set_device(device);
+#endif
+}
+
 std::uint64_t cuda_memory_in_use(int device) {
 #ifdef TIDE_HAVE_CUDA
   if (device < 0 || device >= cuda_device_count())

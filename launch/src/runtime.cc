@@ -116,8 +116,19 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
 
 void Runtime::finish_init(const RuntimeOptions& options) {
   log_all_ranks_ = options.log_all_ranks;
+  if (world_) set_process_rank(world_->rank());
   engine_ = Engine::create(options.engine);
   scope_ = std::make_unique<EngineScope>(*engine_);
+  // One GPU per rank of a node, in node-local rank order; the frontend
+  // thread makes it current, as libraries that follow (NCCL) expect.
+  for (const Device& d : engine_->devices()) {
+    if (d.is_cuda()) {
+      const int gpus = static_cast<int>(engine_->devices().size()) - options.engine.cpu_devices;
+      device_ = cuda(local_rank_ % gpus);
+      use_cuda_device(device_.index);
+      break;
+    }
+  }
 }
 
 Runtime::~Runtime() {

@@ -36,6 +36,9 @@ constexpr Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
 int cuda_device_count();
 /// Whether this build has the CUDA backend.
 bool cuda_built();
+/// Makes cuda:`device` the calling thread's current CUDA device (throws
+/// tide::DeviceError without it).
+void use_cuda_device(int device);
 /// Bytes of cuda:`device`'s memory pool held by live storages (throws
 /// tide::DeviceError for a device this process does not have).
 std::uint64_t cuda_memory_in_use(int device);

@@ -54,6 +54,9 @@ class Runtime {
   /// This rank's index among the ranks of its node, and their number.
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  /// This rank's device: cuda:(local_rank % GPUs) when the engine has GPUs
+  /// (made the frontend's current CUDA device at init), else cpu:0.
+  Device device() const { return device_; }
 
   /// A minibatch (see SyncPolicy); blocks at the in-flight-steps gate.
   /// First pushes a desync check of the world (Communicator::check_sync):
@@ -85,6 +88,7 @@ class Runtime {
   bool log_all_ranks_ = false;
   int local_rank_ = 0;
   int local_size_ = 1;
+  Device device_ = cpu(0);
   std::shared_ptr<Communicator> world_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineScope> scope_;
