@@ -1,0 +1,122 @@
+// Launch throughput of tiny ops on a GPU: tide's y = x + 1 (push, dependency
+// tracking, a worker launching on the stream, an event per op) against a
+// bare loop of kernel launches on one stream, alternated in one run.
+//
+//   bench_launch [--device cuda:0] [--ops 20000] [--repeats 7] [--elements 2] [--json FILE]
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <tide/tide.h>
+
+#include "common/json_writer.h"
+#include "common/machine.h"
+#include "common/timing.h"
+#include "launch/bare_loop.h"
+
+namespace {
+
+using tide::examples::median;
+using tide::examples::now_ns;
+
+struct Options {
+  tide::Device device = tide::cuda(0);
+  int ops = 20000, repeats = 7, elements = 2;
+  std::string json;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw tide::ValueError(a + " needs a value");
+      return argv[++i];
+    };
+    auto positive = [&](const std::string& v) {
+      int x = std::atoi(v.c_str());
+      if (x <= 0) throw tide::ValueError(a + " must be a positive integer, got '" + v + "'");
+      return x;
+    };
+    if (a == "--device") o.device = tide::Device::parse(value());
+    else if (a == "--ops") o.ops = positive(value());
+    else if (a == "--repeats") o.repeats = positive(value());
+    else if (a == "--elements") o.elements = positive(value());
+    else if (a == "--json") o.json = value();
+    else throw tide::ValueError("unknown option " + a +
+                                " (usage: bench_launch [--device cuda:N] [--ops N] [--repeats N] [--elements N] [--json FILE])");
+  }
+  if (!o.device.is_cuda()) throw tide::ValueError("bench_launch measures GPU launches: --device must be cuda:N");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::string command_line = tide::examples::command_line(argc, argv);
+  auto runtime = tide::Runtime::init(argc, argv);
+  Options o = parse(argc, argv);
+  if (tide::cuda_device_count() == 0) {
+    std::fprintf(stderr, "bench_launch: no CUDA device here (%s)\n",
+                 tide::cuda_built() ? "cudaGetDeviceCount reports none" : "built without the CUDA backend");
+    return 77;
+  }
+  runtime->engine().check_device(o.device);
+  tide::examples::BareLoop bare(o.device.index, o.elements);
+  tide::Tensor x = tide::zeros({o.elements}, {tide::DType::f32, o.device});
+  auto tide_loop = [&] {
+    for (int i = 0; i < o.ops; ++i) tide::Tensor y = x + 1;
+    runtime->wait_all();
+  };
+  // Warm-up: module load, pool growth, worker wake-up.
+  bare.run(1000);
+  tide_loop();
+
+  std::vector<double> bare_ns, tide_ns;
+  for (int r = 0; r < o.repeats; ++r) {  // alternated, so drift hits both alike
+    std::int64_t t0 = now_ns();
+    bare.run(o.ops);
+    std::int64_t t1 = now_ns();
+    tide_loop();
+    std::int64_t t2 = now_ns();
+    bare_ns.push_back(static_cast<double>(t1 - t0) / o.ops);
+    tide_ns.push_back(static_cast<double>(t2 - t1) / o.ops);
+  }
+  const double b = median(bare_ns), t = median(tide_ns);
+  std::printf("bench_launch on %s: %d tiny ops (%d elements), median of %d\n", o.device.str().c_str(), o.ops,
+              o.elements, o.repeats);
+  std::printf("  bare launch loop   %8.0f ns per launch\n", b);
+  std::printf("  tide y = x + 1     %8.0f ns per op\n", t);
+  std::printf("  tide throughput = %.0f%% of the bare loop (target >= 90%%: %s)\n", 100.0 * b / t,
+              b / t >= 0.9 ? "met" : "missed");
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    if (!f) throw tide::ValueError("cannot write " + o.json);
+    tide::examples::JsonWriter j(f);
+    j.begin_object();
+    j.key("benchmark").value("bench_launch");
+    tide::examples::write_machine(j);
+    j.field("command_line", command_line);
+    j.key("device").value(o.device.str());
+    j.key("ops").value(o.ops);
+    j.key("elements").value(o.elements);
+    j.key("bare_ns_per_launch").value(b);
+    j.key("tide_ns_per_op").value(t);
+    j.key("throughput_vs_bare").value(b / t);
+    j.key("bare_runs_ns").begin_array();
+    for (double v : bare_ns) j.value(v);
+    j.end_array();
+    j.key("tide_runs_ns").begin_array();
+    for (double v : tide_ns) j.value(v);
+    j.end_array();
+    j.end_object();
+    f << "\n";
+    std::printf("wrote %s\n", o.json.c_str());
+  }
+  return 0;
+} catch (const tide::Error& e) {
+  std::fprintf(stderr, "bench_launch: %s\n", e.what());
+  return 2;
+}
