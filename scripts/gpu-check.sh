@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# GPU tests and benchmarks for a machine with a GPU but no MPI, GoogleTest
+# or OpenBLAS (the lent H200). Two steps:
+#
+#   scripts/gpu-check.sh bundle        # here: build with CUDA (sm_90) and
+#                                      # gather binaries + their libraries in
+#                                      # gpu-bundle/ (git-ignored; carry it)
+#   scripts/gpu-check.sh run [OUT]     # there: GPU tests, async_basics on
+#                                      # cuda:0, the PyTorch peer and
+#                                      # bench_launch; JSON and logs in OUT
+#
+# OUT defaults to $OUT (the folder that comes back) or docs/results/gpu.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$root/gpu-bundle
+cmd=${1:-}
+
+case "$cmd" in
+bundle)
+  "$root/scripts/setup.sh"
+  TIDE_BUILD_DIR="$root/build-gpu" "$root/scripts/build.sh" -DCMAKE_CUDA_ARCHITECTURES=90
+  if ! grep -Eq "^CMAKE_CUDA_COMPILER:(FILEPATH|STRING)=/" "$root/build-gpu/CMakeCache.txt"; then
+    echo "gpu-check: no CUDA compiler found; the bundle would have no GPU code" >&2
+    exit 1
+  fi
+  rm -rf "$bundle"
+  mkdir -p "$bundle/bin" "$bundle/lib"
+  for exe in tests/tide_core_tests tests/tide_ops_tests examples/async_basics examples/bench_launch; do
+    cp "$root/build-gpu/$exe" "$bundle/bin/"
+    strip "$bundle/bin/$(basename "$exe")"
+  done
+  # Libraries the GPU machine lacks: everything but glibc, the CUDA driver and
+  # the CUDA toolkit's own (found there under /usr/local/cuda).
+  for exe in "$bundle"/bin/*; do
+    ldd "$exe" | awk '/=> \//{print $3}'
+  done | sort -u | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libcuda.so*|libcudart*|libcublas*) ;;
+      *) cp -L "$lib" "$bundle/lib/" ;;
+    esac
+  done
+  cp "$root/examples/peers/torch_async_basics.py" "$bundle/"
+  grep -qx '/gpu-bundle/' "$root/.git/info/exclude" 2>/dev/null || echo '/gpu-bundle/' >>"$root/.git/info/exclude"
+  du -sh "$bundle"
+  echo "carry gpu-bundle, then run: scripts/gpu-check.sh run"
+  ;;
+run)
+  out=${2:-${OUT:-$root/docs/results/gpu}}
+  mkdir -p "$out"
+  [ -x "$bundle/bin/tide_core_tests" ] || { echo "gpu-check: no $bundle; make it with 'scripts/gpu-check.sh bundle'" >&2; exit 1; }
+  cuda_libs=/usr/local/cuda/lib64:/usr/local/cuda/lib
+  # The toolkit's cuBLAS, else the one PyTorch's wheels bring.
+  pip_libs=$(python3 - <<'PY' 2>/dev/null || true
+import glob, os, site
+dirs = set()
+for s in site.getsitepackages():
+    for f in glob.glob(os.path.join(s, "nvidia", "*", "lib", "lib*.so*")):
+        dirs.add(os.path.dirname(f))
+print(":".join(sorted(dirs)))
+PY
+)
+  export LD_LIBRARY_PATH=$bundle/lib:$cuda_libs${pip_libs:+:$pip_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu_machine.txt" 2>&1 || true
+  status=0
+  # GPU tests: every test with a GPU in its name, on the async and naive engines.
+  "$bundle/bin/tide_core_tests" --gtest_filter='*Cuda*:*gpus*' --gtest_output="json:$out/gpu_core_tests.json" \
+    >"$out/gpu_core_tests.log" 2>&1 || status=1
+  "$bundle/bin/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' --gtest_output="json:$out/gpu_ops_tests.json" \
+    >"$out/gpu_ops_tests.log" 2>&1 || status=1
+  tail -3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log"
+  # Benchmarks, side by side: tide and PyTorch on the same GPU.
+  "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" | tee "$out/async_basics_cuda.txt" || status=1
+  python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" >/dev/null || status=1
+  "$bundle/bin/bench_launch" --device cuda:0 --json "$out/bench_launch.json" | tee "$out/bench_launch.txt" || status=1
+  python3 - "$out" <<'PY' || status=1
+import json, sys, os
+out = sys.argv[1]
+t = json.load(open(os.path.join(out, "async_basics_cuda.json")))
+p = json.load(open(os.path.join(out, "torch_async_basics.json")))
+b = json.load(open(os.path.join(out, "bench_launch.json")))
+n = t["increments"]["count"]
+tide_op = t["increments"]["async_s"] / n * 1e9
+torch_op = p["increments"]["async_ns_per_op"]
+s = {
+    "tiny_op_async_ns": {"tide": tide_op, "torch": torch_op, "ratio": tide_op / torch_op, "target": "<= 0.5"},
+    "matmul_done_s": {"tide": t["matmul"]["tide_done_s"], "torch": p["matmul"]["torch_done_s"],
+                      "ratio": t["matmul"]["tide_done_s"] / p["matmul"]["torch_done_s"], "target": "<= 1.05"},
+    "launch_throughput_vs_bare": {"value": b["throughput_vs_bare"], "target": ">= 0.9"},
+}
+json.dump(s, open(os.path.join(out, "gpu_summary.json"), "w"), indent=2)
+print(json.dumps(s, indent=2))
+PY
+  exit $status
+  ;;
+*)
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+  ;;
+esac
