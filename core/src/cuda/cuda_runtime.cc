@@ -168,6 +168,8 @@ void free(int device, void* p) noexcept {
 
 std::uint64_t memory_used(int device) {
   DeviceMemory& m = memory(device);
+  // Frees are stream-ordered: let the ones issued so far take effect.
+  TIDE_CUDA_CHECK(cudaStreamSynchronize(m.stream));
   std::uint64_t used = 0;
   TIDE_CUDA_CHECK(cudaMemPoolGetAttribute(m.pool, cudaMemPoolAttrUsedMemCurrent, &used));
   return used;
