@@ -109,11 +109,15 @@ TEST_P(CudaNnTest, SoftmaxCrossEntropyMatchesCpu) {
       const SoftmaxCrossEntropy got = softmax_cross_entropy(on_gpu(logits), on_gpu(labels));
       EXPECT_EQ(got.loss.shape(), Shape{});
       EXPECT_EQ(got.probs.device(), cuda(0));
-      // Both compute in double and round once to T. The GPU's exp and log are
-      // within 1 ulp in double and its sums run in another order, so f64
-      // agrees to a few ulp (1e-14 relative); an f32 result is the rounding
-      // of nearly the same double, so at most 1 ulp (2^-23 relative) apart.
-      const double rel = std::is_same_v<T, float> ? std::ldexp(1.0, -23) : 1e-14;
+      // Both compute in double and round once to T. The sums of c
+      // exponentials and of n row losses run in another order on the GPU:
+      // each is a sum of positive terms, within (terms) u of exact in any
+      // order, and CUDA's exp and log are within 1 ulp. So f64 agrees to
+      // 2 (c + n) epsilon relative; an f32 result is the rounding of nearly
+      // the same double, so at most 1 ulp (2^-23 relative) apart.
+      const double rel = std::is_same_v<T, float>
+                             ? std::ldexp(1.0, -23)
+                             : 2.0 * static_cast<double>(c + n) * std::numeric_limits<double>::epsilon();
       const double want_loss = want.loss.item<double>();
       EXPECT_NEAR(got.loss.item<double>(), want_loss, rel * std::abs(want_loss));
       const std::vector<T> want_p = want.probs.to_vector<T>();
