@@ -19,9 +19,9 @@ namespace tide::cuda_kernels {
 
 namespace {
 
-// cuBLAS's recommendation for Hopper (4 MiB suffices on older GPUs). A
-// workspace we own keeps cuBLAS from allocating one itself, which it would
-// do with cudaMalloc, synchronously, on first use.
+// cuBLAS's recommended workspace for Hopper (4 MiB for older GPUs). Being
+// ours, it is allocated once per handle, at its creation, and never inside
+// an op's gemm.
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
 /// One cuBLAS handle bound to one stream, with that stream's workspace: two
