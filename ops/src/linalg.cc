@@ -1,11 +1,17 @@
-// matmul: f32/f64 through CBLAS (row-major gemm, transposes passed through),
-// i32 by a plain loop; both in ops/src/cpu/gemm.h.
+// matmul: on CPU devices f32/f64 through CBLAS (row-major gemm, transposes
+// passed through) and i32 by a plain loop, both in ops/src/cpu/gemm.h; on
+// CUDA devices through ops/src/cuda/blas.h. And the matmul precision setting.
 #include <tide/ops/linalg.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <string>
 
 #include "cpu/gemm.h"
 #include "op_util.h"
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/blas.h"
+#endif
 
 namespace tide {
 
@@ -16,7 +22,47 @@ using namespace detail;
 /// "[2, 3]" or, transposed, "[2, 3]^T": how an operand appears in messages.
 std::string operand(const Tensor& t, bool trans) { return t.shape().str() + (trans ? "^T" : ""); }
 
+/// The setting as an int; kUnset until it is set or read from the
+/// environment.
+constexpr int kUnset = -1;
+std::atomic<int> g_matmul_precision{kUnset};
+
 }  // namespace
+
+const char* matmul_precision_name(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::tf32: return "tf32";
+    case MatmulPrecision::bf16: return "bf16";
+    case MatmulPrecision::exact: break;
+  }
+  return "exact";
+}
+
+MatmulPrecision parse_matmul_precision(std::string_view text) {
+  for (MatmulPrecision p : {MatmulPrecision::exact, MatmulPrecision::tf32, MatmulPrecision::bf16})
+    if (text == matmul_precision_name(p)) return p;
+  throw ValueError("matmul precision '" + std::string(text) + "': expected 'exact', 'tf32' or 'bf16'");
+}
+
+void set_matmul_precision(MatmulPrecision p) { g_matmul_precision.store(static_cast<int>(p)); }
+
+MatmulPrecision matmul_precision() {
+  int p = g_matmul_precision.load();
+  if (p != kUnset) return static_cast<MatmulPrecision>(p);
+  MatmulPrecision from_env = MatmulPrecision::exact;
+  if (const char* v = std::getenv("TIDE_MATMUL_PRECISION"); v && *v) {
+    try {
+      from_env = parse_matmul_precision(v);
+    } catch (const ValueError&) {
+      throw ValueError(std::string("TIDE_MATMUL_PRECISION=") + v +
+                       ": expected 'exact', 'tf32' or 'bf16'");
+    }
+  }
+  // A set_matmul_precision racing this read wins: the environment is only
+  // the default.
+  g_matmul_precision.compare_exchange_strong(p, static_cast<int>(from_env));
+  return static_cast<MatmulPrecision>(g_matmul_precision.load());
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Loc loc) {
   const char* name = "matmul";
@@ -32,7 +78,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Loc 
                      operand(b, trans_b) + " (op(a)'s columns, " + std::to_string(k) +
                      ", must equal op(b)'s rows, " + std::to_string(kb) + ")");
   check_same_dtype(name, a, b);
-  const cpu_kernels::GemmDims d = cpu_kernels::gemm_dims(name, m, n, k, trans_a, trans_b);
+  const GemmDims d = gemm_dims(name, m, n, k, trans_a, trans_b);
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    const MatmulPrecision p = dt == DType::f32 ? matmul_precision() : MatmulPrecision::exact;
+    return push_new(
+        e, name, Shape{m, n}, dt, a.device(), {a.storage(), b.storage()},
+        [d, dt, p](const OpContext& ctx) {
+          cuda_kernels::gemm(ctx.native_stream, dt, p, ctx.in<void>(0),
+                             ctx.in<void>(1), ctx.out<void>(0), d);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(

@@ -1,17 +1,24 @@
-// nn ops: the frontend checks and one push per op; the kernels are in
-// ops/src/cpu/nn_kernels.h (and the gemm in ops/src/cpu/gemm.h).
+// nn ops: the frontend checks and one push per op. The CPU kernels are in
+// ops/src/cpu/nn_kernels.h (and the gemm in ops/src/cpu/gemm.h); on a CUDA
+// device the same checks run and the closure calls the launchers in
+// ops/src/cuda/nn_kernels.h and ops/src/cuda/blas.h instead.
 #include <tide/ops/nn.h>
 
 #include <cmath>
-#include <initializer_list>
 #include <limits>
-#include <sstream>
 #include <string>
 
 #include "cpu/elementwise_kernels.h"
 #include "cpu/gemm.h"
 #include "cpu/nn_kernels.h"
+#include "nn_checks.h"
 #include "op_util.h"
+#ifdef TIDE_HAVE_CUDA
+#include <tide/ops/linalg.h>
+
+#include "cuda/blas.h"
+#include "cuda/nn_kernels.h"
+#endif
 
 namespace tide {
 
@@ -19,126 +26,27 @@ namespace {
 
 using namespace detail;
 
-/// A tensor argument and the name that messages give it.
-struct Arg {
-  const Tensor& t;
-  const char* role;
-};
-
-std::string quoted(const char* role) { return std::string("'") + role + "'"; }
-
-/// The engine of `args`: each defined and of the current engine, all on the
-/// first one's device.
-Engine& engine_for_args(const char* op, std::initializer_list<Arg> args) {
-  Engine* e = nullptr;
-  for (const Arg& a : args) {
-    Engine& ea = engine_of(op, a.t, a.role);
-    if (!e) e = &ea;
-  }
-  const Arg& first = *args.begin();
-  for (const Arg& a : args)
-    if (a.t.device() != first.t.device())
-      throw DeviceError(op_prefix(op) + quoted(a.role) + " is on " + a.t.device().str() + " but " +
-                        quoted(first.role) + " is on " + first.t.device().str() +
-                        "; move one first with copy_to(t, " + first.t.device().str() + ")");
-  return *e;
+#ifdef TIDE_HAVE_CUDA
+/// The f32 products follow the matmul precision setting, read now (at push
+/// time); f64 ones are always exact.
+MatmulPrecision gpu_gemm_precision(DType dt) {
+  return dt == DType::f32 ? matmul_precision() : MatmulPrecision::exact;
 }
 
-void check_ndim(const char* op, const Arg& a, int ndim, const char* layout) {
-  if (a.t.ndim() != ndim)
-    throw ShapeError(op_prefix(op) + quoted(a.role) + " must be " + std::to_string(ndim) + "-D " +
-                     layout + ", got shape " + a.t.shape().str());
+/// Pushes c = op(a) op(b) on a's CUDA device: linear's two backward gemms.
+Tensor push_gpu_gemm(Engine& e, const char* name, const Tensor& a, const Tensor& b, GemmDims d,
+                     Loc loc) {
+  const DType dt = a.dtype();
+  const MatmulPrecision p = gpu_gemm_precision(dt);
+  return push_new(
+      e, name, Shape{d.m, d.n}, dt, a.device(), {a.storage(), b.storage()},
+      [d, dt, p](const OpContext& ctx) {
+        cuda_kernels::gemm(ctx.native_stream, dt, p, ctx.in<void>(0), ctx.in<void>(1),
+                           ctx.out<void>(0), d);
+      },
+      loc);
 }
-
-void check_floating_arg(const char* op, const Arg& a) {
-  if (!is_floating(a.t.dtype()))
-    throw DTypeError(op_prefix(op) + quoted(a.role) + " needs a floating dtype (f32 or f64), got " +
-                     dtype_name(a.t.dtype()));
-}
-
-/// Both floating and of one dtype.
-void check_floating_pair(const char* op, const Arg& a, const Arg& b) {
-  check_floating_arg(op, a);
-  if (a.t.dtype() != b.t.dtype())
-    throw DTypeError(op_prefix(op) + "dtypes differ (" + quoted(a.role) + " is " +
-                     dtype_name(a.t.dtype()) + ", " + quoted(b.role) + " is " +
-                     dtype_name(b.t.dtype()) + "); tide does not promote types");
-}
-
-/// Extent `dim_a` of a must equal extent `dim_b` of b (`what` names it).
-void check_extent(const char* op, const Arg& a, int dim_a, const Arg& b, int dim_b, const char* what) {
-  if (a.t.shape()[dim_a] != b.t.shape()[dim_b])
-    throw ShapeError(op_prefix(op) + quoted(a.role) + " " + a.t.shape().str() + " and " +
-                     quoted(b.role) + " " + b.t.shape().str() + " disagree on " + what + " (" +
-                     std::to_string(a.t.shape()[dim_a]) + " vs " +
-                     std::to_string(b.t.shape()[dim_b]) + ")");
-}
-
-/// logits or probs [N, C] (floating, N >= 1, C >= 1) and labels i32 [N].
-void check_classification(const char* op, const Arg& scores, const Tensor& labels) {
-  const Arg lab{labels, "labels"};
-  check_ndim(op, scores, 2, "[N, C]");
-  check_floating_arg(op, scores);
-  if (scores.t.shape()[0] == 0 || scores.t.shape()[1] == 0)
-    throw ShapeError(op_prefix(op) + "needs at least one row and one class, got " +
-                     quoted(scores.role) + " of shape " + scores.t.shape().str());
-  if (labels.dtype() != DType::i32)
-    throw DTypeError(op_prefix(op) + "labels must be i32 class indices, got " +
-                     dtype_name(labels.dtype()));
-  check_ndim(op, lab, 1, "[N]");
-  check_extent(op, scores, 0, lab, 0, "N, the number of rows");
-}
-
-
-/// A double as a person writes it (1e-08, 0.9), for messages.
-std::string num(double x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
-
-/// What an optimizer option may be; every option must also be finite.
-enum class Range { non_negative, positive, unit_interval /* [0, 1) */ };
-
-void check_option(const char* op, const char* name, double x, Range r) {
-  const bool in_range = r == Range::positive ? x > 0.0
-                        : r == Range::non_negative ? x >= 0.0
-                                                   : x >= 0.0 && x < 1.0;
-  if (!std::isfinite(x) || !in_range) {
-    const char* want = r == Range::positive       ? "finite and > 0"
-                       : r == Range::non_negative ? "finite and >= 0"
-                                                  : "in [0, 1)";
-    throw ValueError(op_prefix(op) + "option " + name + " must be " + want + ", got " + num(x));
-  }
-}
-
-/// An optimizer tensor: floating, of param's shape and dtype.
-void check_like_param(const char* op, const Arg& param, const Arg& a) {
-  check_floating_pair(op, param, a);
-  if (a.t.shape() != param.t.shape())
-    throw ShapeError(op_prefix(op) + quoted(a.role) + " must have param's shape " +
-                     param.t.shape().str() + ", got " + a.t.shape().str());
-}
-
-/// grad and the states like param, and no state sharing a storage with
-/// param, grad or another state (grad may alias param: each element is read
-/// before it is written).
-void check_optimizer_tensors(const char* op, const Arg& param, const Arg& grad,
-                             std::initializer_list<Arg> states) {
-  check_floating_arg(op, param);
-  check_like_param(op, param, grad);
-  for (const Arg& s : states) check_like_param(op, param, s);
-  for (const Arg* s = states.begin(); s != states.end(); ++s) {
-    for (const Arg* other : {&param, &grad})
-      if (s->t.is_same(other->t))
-        throw ValueError(op_prefix(op) + quoted(s->role) + " shares its storage with " +
-                         quoted(other->role) + "; optimizer state needs tensors of its own");
-    for (const Arg* t = s + 1; t != states.end(); ++t)
-      if (s->t.is_same(t->t))
-        throw ValueError(op_prefix(op) + quoted(s->role) + " and " + quoted(t->role) +
-                         " share one storage; optimizer state needs tensors of its own");
-  }
-}
+#endif
 
 }  // namespace
 
@@ -157,7 +65,21 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Loc loc) {
   check_floating_pair(name, ax, aw);
   check_floating_pair(name, ax, ab);
   const std::int64_t n = x.shape()[0], out = w.shape()[0], in = x.shape()[1];
-  const cpu_kernels::GemmDims d = cpu_kernels::gemm_dims(name, n, out, in, false, true);
+  const GemmDims d = gemm_dims(name, n, out, in, false, true);
+#ifdef TIDE_HAVE_CUDA
+  if (x.device().is_cuda()) {
+    const DType dt = x.dtype();
+    const MatmulPrecision p = gpu_gemm_precision(dt);
+    return push_new(
+        e, name, Shape{n, out}, dt, x.device(), {x.storage(), w.storage(), b.storage()},
+        [d, dt, p](const OpContext& ctx) {
+          cuda_kernels::gemm(ctx.native_stream, dt, p, ctx.in<void>(0), ctx.in<void>(1),
+                             ctx.out<void>(0), d);
+          cuda_kernels::add_row_bias(ctx.native_stream, dt, ctx.out<void>(0), ctx.in<void>(2), d.m, d.n);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -179,7 +101,11 @@ Tensor linear_backward_weight(const Tensor& dy, const Tensor& x, Loc loc) {
   check_floating_pair(name, ady, ax);
   const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = x.shape()[1];
   // dw [out, in] = dy^T [out, N] x [N, in].
-  const cpu_kernels::GemmDims d = cpu_kernels::gemm_dims(name, out, in, n, true, false);
+  const GemmDims d = gemm_dims(name, out, in, n, true, false);
+#ifdef TIDE_HAVE_CUDA
+  if (dy.device().is_cuda())
+    return push_gpu_gemm(e, name, dy, x, d, loc);
+#endif
   return dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -196,6 +122,17 @@ Tensor linear_backward_bias(const Tensor& dy, Loc loc) {
   check_ndim(name, ady, 2, "[N, out]");
   check_floating_arg(name, ady);
   const std::int64_t rows = dy.shape()[0], cols = dy.shape()[1];
+#ifdef TIDE_HAVE_CUDA
+  if (dy.device().is_cuda()) {
+    const DType dt = dy.dtype();
+    return push_new(
+        e, name, Shape{cols}, dt, dy.device(), {dy.storage()},
+        [dt, rows, cols](const OpContext& ctx) {
+          cuda_kernels::column_sums(ctx.native_stream, dt, ctx.in<void>(0), ctx.out<void>(0), rows, cols);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -217,7 +154,11 @@ Tensor linear_backward_input(const Tensor& dy, const Tensor& w, Loc loc) {
   check_floating_pair(name, ady, aw);
   const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = w.shape()[1];
   // dx [N, in] = dy [N, out] w [out, in].
-  const cpu_kernels::GemmDims d = cpu_kernels::gemm_dims(name, n, in, out, false, false);
+  const GemmDims d = gemm_dims(name, n, in, out, false, false);
+#ifdef TIDE_HAVE_CUDA
+  if (dy.device().is_cuda())
+    return push_gpu_gemm(e, name, dy, w, d, loc);
+#endif
   return dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -236,6 +177,18 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x, Loc loc) {
   check_same_shape(name, dy, x);
   check_same_dtype(name, dy, x);
   const std::int64_t n = dy.numel();
+#ifdef TIDE_HAVE_CUDA
+  if (dy.device().is_cuda()) {
+    const DType dt = dy.dtype();
+    return push_new(
+        e, name, dy.shape(), dt, dy.device(), {dy.storage(), x.storage()},
+        [dt, n](const OpContext& ctx) {
+          cuda_kernels::relu_backward(ctx.native_stream, dt, ctx.in<void>(0), ctx.in<void>(1),
+                                      ctx.out<void>(0), n);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(dy.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -256,6 +209,21 @@ SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& la
   // Two outputs, so not push_new: both allocated here, written by one op.
   SoftmaxCrossEntropy r{Tensor::empty(Shape{}, logits.dtype(), logits.device()),
                         Tensor::empty(logits.shape(), logits.dtype(), logits.device())};
+#ifdef TIDE_HAVE_CUDA
+  if (logits.device().is_cuda()) {
+    const DType dt = logits.dtype();
+    push_into(
+        e, name, logits.device(), {logits.storage(), labels.storage()},
+        {r.loss.storage(), r.probs.storage()},
+        [dt, rows, classes](const OpContext& ctx) {
+          cuda_kernels::softmax_cross_entropy(ctx.native_stream, dt, ctx.in<void>(0),
+                                              ctx.in<std::int32_t>(1), ctx.out<void>(0),
+                                              ctx.out<void>(1), rows, classes);
+        },
+        loc);
+    return r;
+  }
+#endif
   dispatch_dtype(logits.dtype(), [&](auto tag) {
     using T = decltype(tag);
     push_into(
@@ -276,6 +244,19 @@ Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels,
   Engine& e = engine_for_args(name, {ap, {labels, "labels"}});
   check_classification(name, ap, labels);
   const std::int64_t rows = probs.shape()[0], classes = probs.shape()[1];
+#ifdef TIDE_HAVE_CUDA
+  if (probs.device().is_cuda()) {
+    const DType dt = probs.dtype();
+    return push_new(
+        e, name, probs.shape(), dt, probs.device(), {probs.storage(), labels.storage()},
+        [dt, rows, classes](const OpContext& ctx) {
+          cuda_kernels::softmax_cross_entropy_backward(ctx.native_stream, dt, ctx.in<void>(0),
+                                                       ctx.in<std::int32_t>(1), ctx.out<void>(0),
+                                                       rows, classes);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(probs.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -306,6 +287,18 @@ Tensor argmax(const Tensor& a, int axis, Loc loc) {
   if (len > std::numeric_limits<std::int32_t>::max())
     throw ShapeError(op_prefix(name) + "axis " + std::to_string(axis) + " of shape " + s.str() +
                      " is too long for i32 indices");
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    return push_new(
+        e, name, s.without(ax), DType::i32, a.device(), {a.storage()},
+        [dt, outer, len, inner](const OpContext& ctx) {
+          cuda_kernels::argmax(ctx.native_stream, dt, ctx.in<void>(0), ctx.out<std::int32_t>(0),
+                               outer, len, inner);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -334,6 +327,20 @@ void sgd_step_(Tensor& param, const Tensor& grad, Tensor& velocity, const SgdOpt
   check_option(name, "weight_decay", options.weight_decay, Range::non_negative);
   const std::int64_t n = param.numel();
   const SgdOptions o = options;
+#ifdef TIDE_HAVE_CUDA
+  if (param.device().is_cuda()) {
+    const DType dt = param.dtype();
+    push_into(
+        e, name, param.device(), {param.storage(), grad.storage(), velocity.storage()},
+        {param.storage(), velocity.storage()},
+        [dt, n, o](const OpContext& ctx) {
+          cuda_kernels::sgd_step(ctx.native_stream, dt, ctx.out<void>(0), ctx.in<void>(1),
+                                 ctx.out<void>(1), n, o.lr, o.momentum, o.weight_decay);
+        },
+        loc);
+    return;
+  }
+#endif
   dispatch_dtype(param.dtype(), [&](auto tag) {
     using T = decltype(tag);
     push_into(
@@ -364,6 +371,22 @@ void adam_step_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, std::in
   const double steps = static_cast<double>(step);
   const cpu_kernels::AdamCoefficients c{options, options.lr / (1.0 - std::pow(options.beta1, steps)),
                                         std::sqrt(1.0 - std::pow(options.beta2, steps))};
+#ifdef TIDE_HAVE_CUDA
+  if (param.device().is_cuda()) {
+    const DType dt = param.dtype();
+    const cuda_kernels::AdamScalars sc{options.beta1, options.beta2, options.eps, options.weight_decay,
+                                       c.step_size, c.bias_correction2_sqrt};
+    push_into(
+        e, name, param.device(), {param.storage(), grad.storage(), m.storage(), v.storage()},
+        {param.storage(), m.storage(), v.storage()},
+        [dt, n, sc](const OpContext& ctx) {
+          cuda_kernels::adam_step(ctx.native_stream, dt, ctx.out<void>(0), ctx.in<void>(1),
+                                  ctx.out<void>(1), ctx.out<void>(2), n, sc);
+        },
+        loc);
+    return;
+  }
+#endif
   dispatch_dtype(param.dtype(), [&](auto tag) {
     using T = decltype(tag);
     push_into(

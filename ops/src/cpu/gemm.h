@@ -9,34 +9,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <limits>
-#include <string>
 #include <type_traits>
 
-#include <tide/core/error.h>
-
+#include "../gemm_dims.h"
 #include "elementwise_kernels.h"
 
 namespace tide::cpu_kernels {
 
-/// op(a) is [m, k], op(b) is [k, n]. A transposed a is stored [k, m], a
-/// transposed b [n, k].
-struct GemmDims {
-  int m = 0, n = 0, k = 0;
-  bool trans_a = false, trans_b = false;
-};
-
-/// BLAS takes int dimensions: a frontend check that every extent fits, so
-/// the narrowing below is exact. Throws ShapeError naming `op`.
-inline GemmDims gemm_dims(const char* op, std::int64_t m, std::int64_t n, std::int64_t k,
-                          bool trans_a, bool trans_b) {
-  constexpr std::int64_t kMaxDim = std::numeric_limits<int>::max();
-  for (std::int64_t dim : {m, n, k})
-    if (dim > kMaxDim)
-      throw ShapeError(std::string(op) + ": dimension " + std::to_string(dim) +
-                       " is larger than " + std::to_string(kMaxDim) + ", the most BLAS takes");
-  return {static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), trans_a, trans_b};
-}
+using detail::GemmDims;
+using detail::gemm_dims;
 
 inline void gemm_i32(const std::int32_t* a, const std::int32_t* b, std::int32_t* c, GemmDims d) {
   const std::size_t row_bytes = static_cast<std::size_t>(d.n) * sizeof(std::int32_t);

@@ -11,6 +11,14 @@
 // the softmax and the optimizer arithmetic run in double, in a fixed order,
 // and round to the dtype once, so results are reproducible run to run.
 //
+// On a CUDA device every op runs the same checks and has the same
+// semantics, with these differences: the gemms go through cuBLAS (f32
+// products follow set_matmul_precision, <tide/ops/linalg.h>), the softmax
+// reduces in another (fixed) order with CUDA's exp and log, and a label out
+// of range gives NaN instead of an error (see softmax_cross_entropy). The
+// bias gradient, relu_backward, argmax and the optimizer steps give the
+// CPU's results bit for bit.
+//
 // One training step of y = linear(relu(linear(x, w1, b1)), w2, b2):
 //
 //   Tensor z1 = linear(x, w1, b1), h = relu(z1), logits = linear(h, w2, b2);
@@ -32,7 +40,8 @@ namespace tide {
 // Fully connected layer (PyTorch's nn.Linear layout: w is [out, in]).
 
 /// x [N, in], w [out, in], b [out] -> y [N, out] = x w^T + b, in one op
-/// (a gemm, then the bias added in the same kernel).
+/// (a gemm, then the bias added in the same kernel; on a CUDA device the
+/// op launches cuBLAS's gemm and then a bias kernel).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Loc loc = Loc::current());
 
 /// The three halves of linear's backward, given dy [N, out], the gradient
@@ -64,11 +73,16 @@ struct SoftmaxCrossEntropy {
 /// losses. Both outputs are written by one op. A label outside [0, C) is
 /// only seen by the kernel: the op fails, and the next barrier on its
 /// outputs throws a BackendError whose message gives the row, the label and C.
+/// On a CUDA device the kernel cannot fail the op without the host waiting
+/// for it, so it does not: that row's loss is NaN, which makes `loss` NaN
+/// (probs are still the softmax), and no barrier throws. Check the loss (or
+/// the labels) where bad labels are possible.
 SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& labels,
                                           Loc loc = Loc::current());
 
 /// The gradient of softmax_cross_entropy's loss with respect to the logits:
-/// (probs - onehot(labels)) / N, [N, C]. Labels are checked as above.
+/// (probs - onehot(labels)) / N, [N, C]. Labels are checked as above; on a
+/// CUDA device a row with a bad label is all NaN.
 Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels,
                                       Loc loc = Loc::current());
 

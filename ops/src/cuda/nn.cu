@@ -1,0 +1,312 @@
+// The nn kernels on CUDA devices (see nn_kernels.h). Every kernel loops with
+// a grid stride over 64-bit indices, so any size runs with a capped grid, and
+// no launch is made for an empty range (a grid of 0 blocks is an error).
+#include "nn_kernels.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include <tide/core/cuda_check.h>
+
+namespace tide::cuda_kernels {
+
+namespace {
+
+// A power of two: the block reductions below halve it.
+constexpr int kBlock = 256;
+constexpr std::int64_t kMaxBlocks = 1 << 16;
+
+unsigned blocks_for(std::int64_t n) {
+  return static_cast<unsigned>(std::min<std::int64_t>((n + kBlock - 1) / kBlock, kMaxBlocks));
+}
+
+__device__ std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ std::int64_t grid_stride() { return static_cast<std::int64_t>(blockDim.x) * gridDim.x; }
+
+/// Calls f(T{}) for a floating dtype; the frontend admits no other here.
+template <typename F>
+void dispatch_floating(DType t, F&& f) {
+  if (t == DType::f64)
+    f(double{});
+  else
+    f(float{});
+}
+
+template <typename T>
+__device__ T quiet_nan() {
+  return std::numeric_limits<T>::quiet_NaN();
+}
+
+/// The max (ignoring NaN: a NaN still reaches every row value through exp)
+/// or the sum of v over the block; every thread gets the result. `red` holds
+/// kBlock doubles; every thread of the block must call this.
+__device__ double block_reduce(double v, double* red, bool is_max) {
+  const int tid = static_cast<int>(threadIdx.x);
+  red[tid] = v;
+  __syncthreads();
+  for (int s = kBlock / 2; s > 0; s >>= 1) {
+    if (tid < s) red[tid] = is_max ? fmax(red[tid], red[tid + s]) : red[tid] + red[tid + s];
+    __syncthreads();
+  }
+  const double r = red[0];
+  __syncthreads();  // before `red` is written again
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Linear layer.
+
+template <typename T>
+__global__ void add_row_bias_kernel(T* y, const T* b, std::int64_t n, std::int64_t cols) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] += b[i % cols];
+}
+
+template <typename T>
+__global__ void column_sums_kernel(const T* in, T* out, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t j = first_index(); j < cols; j += grid_stride()) {
+    double acc = 0.0;
+    for (std::int64_t r = 0; r < rows; ++r) acc += static_cast<double>(in[r * cols + j]);
+    out[j] = static_cast<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void relu_backward_kernel(const T* dy, const T* x, T* dx, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = x[i] > T(0) ? dy[i] : T(0);
+}
+
+// ---------------------------------------------------------------------------
+// Softmax cross-entropy.
+
+/// One block per row (striding over rows): probs and the row's loss
+/// (max - x[label]) + log sum exp(x - max), or NaN for a bad label.
+template <typename T>
+__global__ void softmax_rows_kernel(const T* logits, const std::int32_t* labels, T* probs,
+                                    double* row_loss, std::int64_t rows, std::int64_t classes) {
+  __shared__ double red[kBlock];
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* x = logits + r * classes;
+    T* p = probs + r * classes;
+    double mx = -INFINITY;
+    for (std::int64_t j = threadIdx.x; j < classes; j += blockDim.x) mx = fmax(mx, static_cast<double>(x[j]));
+    mx = block_reduce(mx, red, true);
+    double s = 0.0;
+    for (std::int64_t j = threadIdx.x; j < classes; j += blockDim.x) s += exp(static_cast<double>(x[j]) - mx);
+    s = block_reduce(s, red, false);
+    for (std::int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+      p[j] = static_cast<T>(exp(static_cast<double>(x[j]) - mx) / s);
+    if (threadIdx.x == 0) {
+      const std::int32_t label = labels[r];
+      row_loss[r] = label >= 0 && label < classes ? (mx - static_cast<double>(x[label])) + log(s)
+                                                  : quiet_nan<double>();
+    }
+  }
+}
+
+/// One block: *loss = the mean of row_loss, rounded once to T.
+template <typename T>
+__global__ void mean_loss_kernel(const double* row_loss, T* loss, std::int64_t rows) {
+  __shared__ double red[kBlock];
+  double s = 0.0;
+  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_loss[r];
+  s = block_reduce(s, red, false);
+  if (threadIdx.x == 0) *loss = static_cast<T>(s / static_cast<double>(rows));
+}
+
+template <typename T>
+__global__ void softmax_ce_backward_kernel(const T* probs, const std::int32_t* labels, T* dlogits,
+                                           std::int64_t rows, std::int64_t classes) {
+  const double n = static_cast<double>(rows);
+  for (std::int64_t i = first_index(); i < rows * classes; i += grid_stride()) {
+    const std::int64_t r = i / classes, j = i % classes;
+    const std::int32_t label = labels[r];
+    if (label < 0 || label >= classes) {
+      dlogits[i] = quiet_nan<T>();
+    } else {
+      dlogits[i] = static_cast<T>(__ddiv_rn(__dsub_rn(static_cast<double>(probs[i]), j == label ? 1.0 : 0.0), n));
+    }
+  }
+}
+
+/// Frees a cudaMallocAsync'd buffer in stream order, also when a launch
+/// between the two throws.
+struct AsyncBuffer {
+  void* ptr = nullptr;
+  cudaStream_t stream = nullptr;
+  AsyncBuffer(std::size_t bytes, cudaStream_t s) : stream(s) { TIDE_CUDA_CHECK(cudaMallocAsync(&ptr, bytes, s)); }
+  AsyncBuffer(const AsyncBuffer&) = delete;
+  AsyncBuffer& operator=(const AsyncBuffer&) = delete;
+  // Its error, if any, is the stream's and shows at the stream's next check.
+  ~AsyncBuffer() { (void)cudaFreeAsync(ptr, stream); }
+};
+
+// ---------------------------------------------------------------------------
+// Argmax.
+
+template <typename T>
+__global__ void argmax_kernel(const T* in, std::int32_t* out, std::int64_t outer, std::int64_t len,
+                              std::int64_t inner) {
+  for (std::int64_t i = first_index(); i < outer * inner; i += grid_stride()) {
+    const std::int64_t o = i / inner, j = i % inner;
+    const T* block = in + o * len * inner;
+    T best = block[j];
+    std::int64_t best_k = 0;
+    for (std::int64_t k = 1; k < len; ++k) {
+      const T v = block[k * inner + j];
+      bool better = v > best;
+      if constexpr (std::is_floating_point_v<T>) better = !isnan(best) && (better || isnan(v));
+      if (better) {
+        best = v;
+        best_k = k;
+      }
+    }
+    out[i] = static_cast<std::int32_t>(best_k);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Optimizers. The _rn intrinsics round each operation on its own, as the
+// CPU does: nvcc would otherwise fuse a * b + c into one fma, which rounds
+// once and so differs from the CPU in the last bit.
+
+template <typename T>
+__global__ void sgd_kernel(T* param, const T* grad, T* velocity, std::int64_t n, double lr,
+                           double momentum, double weight_decay) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const double p = param[i];
+    const double g = __dadd_rn(static_cast<double>(grad[i]), __dmul_rn(weight_decay, p));
+    const T v = static_cast<T>(__dadd_rn(__dmul_rn(momentum, static_cast<double>(velocity[i])), g));
+    velocity[i] = v;
+    param[i] = static_cast<T>(__dsub_rn(p, __dmul_rn(lr, static_cast<double>(v))));
+  }
+}
+
+template <typename T>
+__global__ void adam_kernel(T* param, const T* grad, T* m, T* v, std::int64_t n, AdamScalars s) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const double p = param[i];
+    const double g = __dadd_rn(static_cast<double>(grad[i]), __dmul_rn(s.weight_decay, p));
+    const T mi = static_cast<T>(__dadd_rn(__dmul_rn(s.beta1, static_cast<double>(m[i])),
+                                          __dmul_rn(__dsub_rn(1.0, s.beta1), g)));
+    const T vi = static_cast<T>(__dadd_rn(__dmul_rn(s.beta2, static_cast<double>(v[i])),
+                                          __dmul_rn(__dmul_rn(__dsub_rn(1.0, s.beta2), g), g)));
+    m[i] = mi;
+    v[i] = vi;
+    const double denom =
+        __dadd_rn(__ddiv_rn(__dsqrt_rn(static_cast<double>(vi)), s.bias_correction2_sqrt), s.eps);
+    param[i] = static_cast<T>(__dsub_rn(p, __dmul_rn(s.step_size, __ddiv_rn(static_cast<double>(mi), denom))));
+  }
+}
+
+}  // namespace
+
+void add_row_bias(void* stream, DType dtype, void* y, const void* b, std::int64_t rows,
+                  std::int64_t cols) {
+  const std::int64_t n = rows * cols;
+  if (n == 0) return;
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    add_row_bias_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<T*>(y), static_cast<const T*>(b), n, cols);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void column_sums(void* stream, DType dtype, const void* in, void* out, std::int64_t rows,
+                 std::int64_t cols) {
+  if (cols == 0) return;
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    column_sums_kernel<<<blocks_for(cols), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), rows, cols);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void relu_backward(void* stream, DType dtype, const void* dy, const void* x, void* dx, std::int64_t n) {
+  if (n == 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    relu_backward_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<T*>(dx), n);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void softmax_cross_entropy(void* stream, DType dtype, const void* logits,
+                           const std::int32_t* labels, void* loss, void* probs, std::int64_t rows,
+                           std::int64_t classes) {
+  // rows >= 1 and classes >= 1: checked on the frontend.
+  const auto s = static_cast<cudaStream_t>(stream);
+  AsyncBuffer row_loss(static_cast<std::size_t>(rows) * sizeof(double), s);
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(rows, kMaxBlocks));
+    softmax_rows_kernel<<<grid, kBlock, 0, s>>>(static_cast<const T*>(logits), labels,
+                                                static_cast<T*>(probs),
+                                                static_cast<double*>(row_loss.ptr), rows, classes);
+    TIDE_CUDA_LAUNCH_CHECK();
+    mean_loss_kernel<<<1, kBlock, 0, s>>>(static_cast<const double*>(row_loss.ptr),
+                                          static_cast<T*>(loss), rows);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void softmax_cross_entropy_backward(void* stream, DType dtype, const void* probs,
+                                    const std::int32_t* labels, void* dlogits, std::int64_t rows,
+                                    std::int64_t classes) {
+  const std::int64_t n = rows * classes;
+  if (n == 0) return;
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_ce_backward_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(probs), labels, static_cast<T*>(dlogits), rows, classes);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void argmax(void* stream, DType dtype, const void* in, std::int32_t* out, std::int64_t outer,
+            std::int64_t len, std::int64_t inner) {
+  const std::int64_t n = outer * inner;
+  if (n == 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    argmax_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(in), out, outer, len, inner);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void sgd_step(void* stream, DType dtype, void* param, const void* grad, void* velocity,
+              std::int64_t n, double lr, double momentum, double weight_decay) {
+  if (n == 0) return;
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    sgd_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(velocity), n, lr,
+        momentum, weight_decay);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void adam_step(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,
+               std::int64_t n, const AdamScalars& s) {
+  if (n == 0) return;
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    adam_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(m), static_cast<T*>(v),
+        n, s);
+    TIDE_CUDA_LAUNCH_CHECK();
+  });
+}
+
+}  // namespace tide::cuda_kernels

@@ -1,0 +1,68 @@
+// The nn kernels on CUDA devices (ops/src/nn.cc's CUDA closures): plain C++
+// launchers, defined in nn.cu. Each takes the op's stream (a cudaStream_t of
+// the current device) and device pointers, launches asynchronously, and
+// throws tide::CudaError when a launch or call fails. They compute what the
+// CPU kernels in ops/src/cpu/nn_kernels.h compute, with the differences
+// noted here.
+#pragma once
+
+#include <cstdint>
+
+#include <tide/core/dtype.h>
+
+namespace tide::cuda_kernels {
+
+/// y[r, j] += b[j] for y [rows, cols], in dtype (f32 or f64): the bias of
+/// linear, added to the gemm's rounded output as the CPU does.
+void add_row_bias(void* stream, DType dtype, void* y, const void* b, std::int64_t rows,
+                  std::int64_t cols);
+
+/// out[j] = the sum over r of in[r, j]: one thread per column summing in
+/// double in row order, so the result is the CPU's bit for bit.
+void column_sums(void* stream, DType dtype, const void* in, void* out, std::int64_t rows,
+                 std::int64_t cols);
+
+/// dx = x > 0 ? dy : 0, any dtype.
+void relu_backward(void* stream, DType dtype, const void* dy, const void* x, void* dx, std::int64_t n);
+
+/// *loss (0-d) = the mean of the rows' -log softmax(logits)[label], probs =
+/// softmax per row; in double, rounded once. A row's max, sum of exponentials
+/// and the mean over rows are reduced in parallel (a fixed order, not the
+/// CPU's), and exp and log are CUDA's (within 1 ulp in double), so f64
+/// results agree with the CPU to ~1e-15 relative and f32 ones to the
+/// rounding of the final value. A label outside [0, classes) cannot be
+/// thrown from the device: that row's loss is NaN, so *loss is NaN (probs
+/// stay the softmax). Needs scratch of rows doubles, taken with
+/// cudaMallocAsync on the stream.
+void softmax_cross_entropy(void* stream, DType dtype, const void* logits,
+                           const std::int32_t* labels, void* loss, void* probs, std::int64_t rows,
+                           std::int64_t classes);
+
+/// dlogits = (probs - onehot(labels)) / rows, as the CPU computes it (bit for
+/// bit). A row whose label is outside [0, classes) is all NaN.
+void softmax_cross_entropy_backward(void* stream, DType dtype, const void* probs,
+                                    const std::int32_t* labels, void* dlogits, std::int64_t rows,
+                                    std::int64_t classes);
+
+/// out[o, j] = the first k maximising in[o, k, j] (the first NaN, if any),
+/// any dtype; one thread per output, scanning k in order like the CPU.
+void argmax(void* stream, DType dtype, const void* in, std::int32_t* out, std::int64_t outer,
+            std::int64_t len, std::int64_t inner);
+
+/// SGD as the CPU's sgd_step, in place; every double operation is rounded
+/// on its own (no fused multiply-add), so results are the CPU's bit for bit.
+void sgd_step(void* stream, DType dtype, void* param, const void* grad, void* velocity,
+              std::int64_t n, double lr, double momentum, double weight_decay);
+
+/// Adam's per-step scalars, computed on the frontend (see nn.cc).
+struct AdamScalars {
+  double beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  double step_size = 0;              // lr / (1 - beta1^step)
+  double bias_correction2_sqrt = 0;  // sqrt(1 - beta2^step)
+};
+
+/// Adam as the CPU's adam_step, in place, rounded like sgd_step.
+void adam_step(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,
+               std::int64_t n, const AdamScalars& s);
+
+}  // namespace tide::cuda_kernels
