@@ -312,7 +312,7 @@ std::string RollCall::absent(std::uint64_t ident, const CollectiveId& id, const 
     if (process_gone(world_ranks_[i])) {
       what += " vanished (its process is gone from this host)";
     } else if (!a.got) {
-      what += " did not answer (it is in no collective: computing, blocked, finished, or on a stalled host)";
+      what += " did not answer: it is in no collective (computing, blocked or finished), or its host is stalled";
     } else {
       const std::string other = CollectiveId::from_sig(a.sig, a.seq)
                                     .str(a.ident == ident ? peers
