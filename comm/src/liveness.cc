@@ -1,6 +1,7 @@
 #include "liveness.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,7 +10,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 
 #include <tide/comm/communicator.h>
@@ -178,8 +178,7 @@ extern "C" void on_sigterm(int) {
     // Stay a moment, so that the other survivors on this host, reporting
     // too, do not take this process for one that vanished (mpirun sends
     // SIGKILL after a second anyway).
-    struct timespec pause = {0, 500 * 1000 * 1000};
-    nanosleep(&pause, nullptr);
+    poll(nullptr, 0, 500);
   }
   signal(SIGTERM, SIG_DFL);
   raise(SIGTERM);  // delivered once this handler returns: ends as SIGTERM would

@@ -152,6 +152,7 @@ Runtime::~Runtime() {
   world_.reset();
   if (owns_mpi_) {
     std::set_terminate(previous_terminate_);
+    ending_job();  // no more collectives: a SIGTERM from here on needs no report
     MPI_Finalize();
   }
 }

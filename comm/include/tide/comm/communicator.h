@@ -67,7 +67,8 @@ struct CommOptions {
 /// Ranks on other hosts cannot be looked at: mpirun's own notice names them.
 /// Needs Communicator::mpi_world first; does nothing otherwise.
 void install_termination_report();
-/// This rank is ending the job itself (MPI_Abort): the report stays quiet.
+/// This rank is ending the job itself (MPI_Abort) or finalizing: the report
+/// stays quiet.
 void ending_job();
 
 class Communicator {
