@@ -85,6 +85,8 @@ void Communicator::Impl::mpi_failed(int rc, const char* expr, const CollectiveId
 
 void Communicator::Impl::wait(MPI_Request& req, const CollectiveId& what) {
   Poller poller(options.timeout_s);
+  detail::RollCall roll;  // held only once the wait is long
+  double next_look_s = kLookEvery_s;
   for (;;) {
     int done = 0;
     if (int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) mpi_failed(rc, "MPI_Test", what);
@@ -92,16 +94,60 @@ void Communicator::Impl::wait(MPI_Request& req, const CollectiveId& what) {
     // A collective that hangs because the ranks pushed different sequences
     // waits here: a desync check posted meanwhile can name the divergence
     // long before the deadline.
-    if (poller.periodic()) poll_all_checks();
-    if (!poller.next()) {
-      std::ostringstream os;
-      os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
-         << (parent ? "the " : "") << peers();
-      if (parent) os << " (world rank " << world_rank << ")";
-      os << ": a peer never joined, died, or runs a different sequence of collectives";
-      fail(os.str());
+    if (poller.periodic()) {
+      poll_all_checks();
+      if (poller.slow()) {
+        detail::serve_queries();
+        roll.collect();
+        if (const double waited = poller.waited_s(); waited >= next_look_s) {
+          next_look_s = waited + kLookEvery_s;
+          if (waited >= kRollCallAfter_s && !roll.asked()) roll.ask(world_ranks, rank);
+          const std::vector<int> gone = detail::gone_members(world_ranks, rank);
+          if (!gone.empty()) vanished(what, gone, waited);
+        }
+      }
+    }
+    if (!poller.next()) timed_out(what, roll);
+  }
+}
+
+void Communicator::Impl::vanished(const CollectiveId& what, const std::vector<int>& gone, double waited_s) {
+  std::ostringstream os;
+  os << what.str(peers()) << " on rank " << rank << " of " << (parent ? "the " : "") << peers();
+  if (parent) os << " (world rank " << world_rank << ")";
+  os << ": " << (gone.size() == 1 ? "rank " : "ranks ");
+  for (std::size_t i = 0; i < gone.size(); ++i) {
+    os << (i ? ", " : "") << gone[i];
+    if (parent) os << " (world rank " << world_ranks[static_cast<std::size_t>(gone[i])] << ")";
+  }
+  os << " vanished: " << (gone.size() == 1 ? "its process is" : "their processes are")
+     << " gone from this host (seen after waiting " << static_cast<int>(waited_s * 100) / 100.0 << " s)";
+  fail(os.str());
+}
+
+void Communicator::Impl::timed_out(const CollectiveId& what, detail::RollCall& roll) {
+  if (!roll.asked()) {
+    // A timeout shorter than the roll call's delay: ask now, and give the
+    // answers a moment.
+    roll.ask(world_ranks, rank);
+    for (int i = 0; i < 50; ++i) {
+      detail::serve_queries();
+      roll.collect();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }
+  roll.collect();
+  std::ostringstream os;
+  os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
+     << (parent ? "the " : "") << peers();
+  if (parent) os << " (world rank " << world_rank << ")";
+  const std::string absent = roll.absent(ident, what, peers());
+  if (absent.empty()) {
+    os << ": every rank is in it, yet it did not complete (a stalled network or MPI?)";
+  } else {
+    os << ": " << absent;
+  }
+  fail(os.str());
 }
 
 void Communicator::Impl::arrive(const CollectiveId& what) {

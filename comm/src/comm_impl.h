@@ -19,6 +19,7 @@
 #include <tide/core/engine.h>
 
 #include "desync.h"
+#include "liveness.h"
 
 namespace tide {
 
@@ -37,6 +38,9 @@ class Poller {
   bool next();
   /// True on every 16th poll: the time for occasional side work.
   bool periodic() const { return (polls_ & 15) == 0 && polls_ > 0; }
+  /// Past the first spin: the wait is no longer a prompt one.
+  bool slow() const { return pause_.count() > 0; }
+  double waited_s() const { return std::chrono::duration<double>(clock::now() - start_).count(); }
 
  private:
   using clock = std::chrono::steady_clock;
@@ -60,6 +64,10 @@ struct Communicator::Impl {
   int rank = 0;
   int size = 1;
   int world_rank = 0;
+  /// Member i's world rank, and an id every member agrees on (0: a world),
+  /// for the roll call of a long wait (liveness.h).
+  std::vector<int> world_ranks;
+  std::uint64_t ident = 0;
   CommOptions options;
   /// The communicator this one was split from (null for a world): a failure
   /// here breaks it too, so the Runtime sees it and aborts.
@@ -103,17 +111,29 @@ struct Communicator::Impl {
       MPI_Request req;
       if (int rc = start(&req); rc != MPI_SUCCESS) mpi_failed(rc, "the non-blocking MPI call", what);
       wait(req, what);
+      detail::liveness_leave();
       return;
     }
     arrive(what);
     if (int rc = blocking(); rc != MPI_SUCCESS) mpi_failed(rc, "the blocking MPI call", what);
+    detail::liveness_leave();
   }
   static constexpr std::size_t kBlockingFromBytes = 64 << 10;
 
   /// Polls `req` until done or the deadline; meanwhile progresses posted
   /// desync checks (so a collective that hangs because ranks diverged is
-  /// named by the check, not by the timeout). Comm thread.
+  /// named by the check, not by the timeout). Once the wait is past its
+  /// first spin it answers other ranks' roll calls; every kLookEvery_s it
+  /// looks at the members' processes on this host (one that is gone fails
+  /// the wait at once, naming it), and past kRollCallAfter_s it holds its
+  /// own roll call, so that a timeout names the members that did not
+  /// arrive. Comm thread.
   void wait(MPI_Request& req, const detail::CollectiveId& what);
+  static constexpr double kLookEvery_s = 0.25;
+  static constexpr double kRollCallAfter_s = 1.0;
+  /// Fail a wait: members `gone` have vanished, or the deadline passed.
+  [[noreturn]] void vanished(const detail::CollectiveId& what, const std::vector<int>& gone, double waited_s);
+  [[noreturn]] void timed_out(const detail::CollectiveId& what, detail::RollCall& roll);
   /// A polled, timed rendezvous of every rank that also compares what each
   /// is about to run (an all-gather of sequence number and signature): a
   /// mismatch fails here, on every rank, before any blocking MPI call.
@@ -153,11 +173,12 @@ struct Communicator::Impl {
   static constexpr std::size_t kMaxSkipped = 1024;
 
   /// At the start of every collective's kernel (comm thread): the ones
-  /// between the last that ran and `seq` were skipped.
-  void running(std::uint64_t seq) {
+  /// between the last that ran and this one were skipped.
+  void running(const detail::CollectiveId& what) {
+    if (mpi) detail::liveness_enter(ident, what, size, parent != nullptr);
     if (!check_enabled) return;
-    note_skipped_before(seq);
-    decided = seq + 1;
+    note_skipped_before(what.seq);
+    decided = what.seq + 1;
   }
   void note_skipped_before(std::uint64_t seq) {
     for (; decided < seq; ++decided)

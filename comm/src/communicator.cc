@@ -158,6 +158,9 @@ std::shared_ptr<Communicator> Communicator::mpi_world(const CommOptions& o) {
   TIDE_MPI_CHECK(MPI_Comm_rank(impl->comm, &impl->rank));
   TIDE_MPI_CHECK(MPI_Comm_size(impl->comm, &impl->size));
   impl->world_rank = impl->rank;
+  impl->world_ranks.resize(static_cast<std::size_t>(impl->size));
+  for (int r = 0; r < impl->size; ++r) impl->world_ranks[static_cast<std::size_t>(r)] = r;
+  detail::liveness_init(impl->comm);
   impl->enable_checks();
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
@@ -193,7 +196,7 @@ void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
   const DType dt = t.dtype();
   push_comm(e, "all_reduce", {t.storage()}, {t.storage()}, loc,
                   [impl, what, n, dt, op](const OpContext& c) {
-                    impl->running(what.seq);
+                    impl->running(what);
                     void* data = c.writes[0]->data();
                     reduce_across_ranks(*impl, what, data, n, dt, op);
                     if (op == ReduceOp::avg && impl->size > 1) divide(data, n, dt, impl->size);
@@ -219,7 +222,7 @@ void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
   const DType dt = t.dtype();
   push_comm(e, "broadcast", {t.storage()}, {t.storage()}, loc,
                   [impl, what, n, dt, root](const OpContext& c) {
-                    impl->running(what.seq);
+                    impl->running(what);
                     impl->check_usable();
                     if (!impl->mpi || impl->size == 1) return;
                     void* data = c.writes[0]->data();
@@ -250,7 +253,7 @@ Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
   const DType dt = t.dtype();
   push_comm(e, "all_gather", {t.storage()}, {out.storage()}, loc,
                   [impl, what, n, dt](const OpContext& c) {
-                    impl->running(what.seq);
+                    impl->running(what);
                     impl->check_usable();
                     const void* in = c.reads[0]->data();
                     void* out = c.writes[0]->data();
@@ -285,7 +288,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
   const DType dt = t.dtype();
   push_comm(e, "reduce_scatter", {t.storage()}, {out.storage()}, loc,
                   [impl, what, block, dt, op](const OpContext& c) {
-                    impl->running(what.seq);
+                    impl->running(what);
                     impl->check_usable();
                     void* out_data = c.writes[0]->data();
                     const void* in = c.reads[0]->data();
@@ -312,13 +315,14 @@ void Communicator::barrier(Loc loc) {
   auto impl = impl_;
   push_comm(e, "barrier", {}, {token}, loc,
                   [impl, what](const OpContext&) {
-                    impl->running(what.seq);
+                    impl->running(what);
                     impl->check_usable();
                     if (!impl->mpi || impl->size == 1) return;
                     MPI_Request req;
                     if (int rc = MPI_Ibarrier(impl->comm, &req); rc != MPI_SUCCESS)
                       impl->mpi_failed(rc, "MPI_Ibarrier", what);
                     impl->wait(req, what);
+                    detail::liveness_leave();
                   });
   e.wait_for(*token, "barrier", loc);
 }
@@ -418,7 +422,7 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   const CollectiveId what = impl_->begin(CollectiveKind::all_reduce, n, dt, static_cast<int>(op), -1, ntensors);
   push_comm(e, "all_reduce", {buffer}, {buffer}, loc,
                   [impl = impl_, what, n, dt, op, ntensors](const OpContext& c) {
-    impl->running(what.seq);
+    impl->running(what);
     void* data = c.writes[0]->data();
     reduce_across_ranks(*impl, what, data, n, dt, op);
     if (op == ReduceOp::avg) divide(data, n, dt, ntensors * impl->size);
@@ -455,7 +459,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, Loc loc) {
   // rendezvous first checks that they have arrived at this split (as for
   // large collectives).
   push_comm(e, "split", {}, {token}, loc, [impl = impl_, group, what, color, key](const OpContext&) {
-    impl->running(what.seq);
+    impl->running(what);
     impl->check_usable();
     impl->arrive(what);
     if (int rc = MPI_Comm_split(impl->comm, color, key, &group->comm); rc != MPI_SUCCESS)
@@ -463,6 +467,23 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, Loc loc) {
     TIDE_MPI_CHECK(MPI_Comm_rank(group->comm, &group->rank));
     TIDE_MPI_CHECK(MPI_Comm_size(group->comm, &group->size));
     group->world_rank = impl->world_rank;
+    {
+      // Every member agrees on this id: the parent's, the split's place and the color.
+      const std::uint64_t words[3] = {impl->ident, what.seq, static_cast<std::uint64_t>(color)};
+      group->ident = detail::chain_hash(0, detail::CollectiveSig{{words[0], words[1], words[2]}}) | 1;
+      MPI_Group mine, parents;
+      TIDE_MPI_CHECK(MPI_Comm_group(group->comm, &mine));
+      TIDE_MPI_CHECK(MPI_Comm_group(impl->comm, &parents));
+      std::vector<int> members(static_cast<std::size_t>(group->size)), in_parent(members.size());
+      for (int r = 0; r < group->size; ++r) members[static_cast<std::size_t>(r)] = r;
+      TIDE_MPI_CHECK(MPI_Group_translate_ranks(mine, group->size, members.data(), parents, in_parent.data()));
+      MPI_Group_free(&mine);
+      MPI_Group_free(&parents);
+      group->world_ranks.resize(members.size());
+      for (std::size_t r = 0; r < members.size(); ++r)
+        group->world_ranks[r] = impl->world_ranks[static_cast<std::size_t>(in_parent[r])];
+    }
+    detail::liveness_leave();
     group->enable_checks();  // a collective over the group: every member runs it here
     group->free_in_destructor = true;  // ~Communicator hands it to the comm thread
   });

@@ -200,6 +200,7 @@ void Communicator::Impl::judge_check() {
   for (int done = 0; rc == MPI_SUCCESS;) {
     rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS || done) break;
+    if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
     if (!poller.next()) {
       check_in_flight = true;  // the request stays pending: keep its communicator
       check_timed_out("naming the difference");
@@ -268,6 +269,7 @@ void Communicator::Impl::run_check(std::uint64_t index, std::uint64_t count) {
   while (checks_finished < index) {
     poll_checks();
     if (checks_finished >= index) break;
+    if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
     if (!poller.next()) check_timed_out("waiting for the peers");
   }
   poll_checks();  // starts this one (unless a wait already did); a later poll finishes it
@@ -279,6 +281,7 @@ void Communicator::Impl::finish_checks() {
   while (checks_finished < checks_ready.load(std::memory_order_acquire)) {
     poll_checks();
     if (checks_finished >= checks_ready.load(std::memory_order_acquire)) break;
+    if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
     if (!poller.next()) check_timed_out("waiting for the peers");
   }
 }

@@ -28,6 +28,7 @@ int launcher_local_rank() {
 std::atomic<int> g_world_rank{-1};
 
 [[noreturn]] void abort_job(int rank, const std::string& why) {
+  ending_job();
   std::fprintf(stderr, "tide: rank %d: %s\ntide: rank %d: ending the job (MPI_Abort)\n", rank, why.c_str(), rank);
   std::fflush(stderr);
   std::fflush(stdout);
@@ -107,6 +108,7 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
     finish_init(options);
     g_world_rank.store(world_->rank());
     previous_terminate_ = std::set_terminate(terminate_under_mpi);
+    install_termination_report();
   } catch (...) {
     world_.reset();
     MPI_Abort(MPI_COMM_WORLD, 1);  // one rank failing to start ends the job
@@ -161,6 +163,7 @@ Runtime::~Runtime() {
   world_.reset();
   if (owns_mpi_) {
     std::set_terminate(previous_terminate_);
+    ending_job();  // no more collectives: a SIGTERM from here on needs no report
     MPI_Finalize();
   }
 }
@@ -176,7 +179,10 @@ Step Runtime::step(std::source_location loc) {
 void Runtime::fail(int code, const std::string& why) {
   std::fprintf(stderr, "[rank %d] %s\n", world_->rank(), why.c_str());
   std::fflush(stderr);
-  if (owns_mpi_) MPI_Abort(MPI_COMM_WORLD, code);
+  if (owns_mpi_) {
+    ending_job();
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
   std::fflush(stdout);
   std::_Exit(code);
 }

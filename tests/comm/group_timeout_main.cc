@@ -3,7 +3,8 @@
 // number, and the failure must break the world too, so that the Runtime ends
 // the job with MPI_Abort (the pending collective cannot be cancelled). Run
 // with 3 ranks: ranks 0 and 1 form a group, rank 2 is alone; rank 1 never
-// joins. Rank 0 prints the line the test looks for.
+// joins. Rank 0 prints the line the test looks for; the error must name
+// rank 1 (and its world rank) as the one that did not arrive.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -36,7 +37,9 @@ int main(int argc, char** argv) {
     const std::string msg = e.what();
     const bool named = msg.find("all_reduce #0 (16 x f32, sum, group of 2 ranks)") != std::string::npos &&
                        msg.find("timed out") != std::string::npos &&
-                       msg.find("(world rank 0)") != std::string::npos;
+                       msg.find("(world rank 0)") != std::string::npos &&
+                       msg.find("ranks that did not arrive: 1 (rank 1 (world rank 1) did not answer") !=
+                           std::string::npos;
     const bool broken = group->broken() && rt->world().broken();
     std::printf("%s\ntide-group-timeout-test: %s\n", msg.c_str(),
                 !named ? "FAILED (message)" : !broken ? "FAILED (the world is not broken)" : "OK");

@@ -58,6 +58,19 @@ struct CommOptions {
   static CommOptions from_env();
 };
 
+/// When one rank dies, mpirun ends the others with SIGTERM. Once this is
+/// installed (the Runtime does it under MPI), each rank then prints to
+/// stderr, from the signal handler, the collective it was in ("tide: rank 0:
+/// ended by the launcher (SIGTERM) while in all_reduce #3 (..., 3 ranks);
+/// vanished: rank 1 (process gone from this host)"), waits half a second so
+/// that the others on its host see it alive, and ends as SIGTERM would.
+/// Ranks on other hosts cannot be looked at: mpirun's own notice names them.
+/// Needs Communicator::mpi_world first; does nothing otherwise.
+void install_termination_report();
+/// This rank is ending the job itself (MPI_Abort) or finalizing: the report
+/// stays quiet.
+void ending_job();
+
 class Communicator {
  public:
   /// A world of one rank that needs no MPI: collectives are local copies.

@@ -1,0 +1,348 @@
+#include "liveness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <tide/comm/communicator.h>
+
+namespace tide::detail {
+
+namespace {
+
+constexpr int kQueryTag = 1;
+constexpr int kAnswerTag = 2;
+constexpr int kAnswerWords = 8;  // query, state, ident, seq, sig (3), size
+
+// What the comm thread is in. Written by the comm thread only, read by the
+// answers (same thread) and by the SIGTERM handler (any thread): atomics,
+// relaxed; a torn read only garbles a report.
+enum State : std::uint64_t { kNone = 0, kIn = 1, kAfter = 2, kInCheck = 3 };
+struct Where {
+  std::atomic<std::uint64_t> state{kNone}, ident{0}, seq{0}, size{0}, group{0};
+  std::atomic<std::uint64_t> w[3] = {0, 0, 0};
+};
+Where g_where;
+
+// Set once by liveness_init, before any reader.
+bool g_ready = false;
+MPI_Comm g_ctrl = MPI_COMM_NULL;
+int g_world_rank = 0;
+int g_world_size = 0;
+std::uint64_t g_next_query = 0;
+// Per world rank: on this host (same boot and pid namespace), and its pid.
+std::vector<char> g_same_host;
+std::vector<long> g_pid;
+std::atomic<bool> g_ending{false};
+
+std::uint64_t fnv(const void* data, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/// This host and pid namespace, as one word: processes with equal keys see
+/// each other's pids.
+std::uint64_t host_key() {
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  if (boot.empty()) {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    boot = name;
+  }
+  std::uint64_t h = fnv(boot.data(), boot.size());
+  struct stat st{};
+  if (stat("/proc/self/ns/pid", &st) == 0) h = fnv(&st.st_ino, sizeof st.st_ino, h);
+  return h;
+}
+
+/// Async-signal-safe: gone means no such process, or a zombie.
+bool pid_gone(long pid) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+  char path[48] = "/proc/";
+  char digits[24];
+  int n = 0;
+  for (long v = pid; v > 0 && n < 23; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  std::size_t len = std::strlen(path);
+  while (n > 0) path[len++] = digits[--n];
+  std::memcpy(path + len, "/stat", 6);
+  const int fd = open(path, O_RDONLY);
+  if (fd < 0) return errno == ENOENT;
+  char buf[512];
+  const ssize_t got = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (got <= 0) return false;
+  // "pid (comm) S ...": the state follows the last ')'.
+  for (ssize_t i = got - 1; i >= 0; --i)
+    if (buf[i] == ')') return i + 2 < got && (buf[i + 2] == 'Z' || buf[i + 2] == 'X');
+  return false;
+}
+
+// ---- The SIGTERM report (async-signal-safe) ---------------------------------
+
+struct Line {
+  char buf[1024];
+  std::size_t n = 0;
+  void put(const char* s) {
+    while (*s && n < sizeof buf - 2) buf[n++] = *s++;
+  }
+  void put(std::uint64_t v) {
+    char d[24];
+    int k = 0;
+    do d[k++] = static_cast<char>('0' + v % 10); while ((v /= 10) && k < 24);
+    while (k > 0 && n < sizeof buf - 2) buf[n++] = d[--k];
+  }
+};
+
+void put_collective(Line& l) {
+  CollectiveSig s;
+  for (int i = 0; i < 3; ++i) s.w[i] = g_where.w[i].load(std::memory_order_relaxed);
+  const CollectiveId id = CollectiveId::from_sig(s, g_where.seq.load(std::memory_order_relaxed));
+  l.put(collective_kind_name(id.kind));
+  l.put(" #");
+  l.put(id.seq);
+  l.put(" (");
+  if (id.count >= 0) {
+    if (id.devices > 1) {
+      l.put(static_cast<std::uint64_t>(id.devices));
+      l.put(" devices x ");
+    }
+    l.put(static_cast<std::uint64_t>(id.count));
+    l.put(" x ");
+    l.put(dtype_name(id.dtype));
+    l.put(", ");
+  }
+  if (id.op >= 0) {
+    l.put(reduce_op_name(static_cast<ReduceOp>(id.op)));
+    l.put(", ");
+  }
+  if (id.root >= 0) {
+    l.put("root ");
+    l.put(static_cast<std::uint64_t>(id.root));
+    l.put(", ");
+  }
+  if (g_where.group.load(std::memory_order_relaxed)) l.put("group of ");
+  l.put(g_where.size.load(std::memory_order_relaxed));
+  l.put(" ranks)");
+}
+
+extern "C" void on_sigterm(int) {
+  const int saved = errno;
+  if (!g_ending.load(std::memory_order_relaxed)) {
+    // First, who is gone: the other survivors are still here (each pauses
+    // below before it ends).
+    Line l;
+    l.put("tide: rank ");
+    l.put(static_cast<std::uint64_t>(g_world_rank));
+    l.put(": ended by the launcher (SIGTERM) ");
+    const std::uint64_t state = g_where.state.load(std::memory_order_relaxed);
+    if (state == kIn) {
+      l.put("while in ");
+      put_collective(l);
+    } else if (state == kAfter || state == kInCheck) {
+      l.put("in no collective (the last was ");
+      put_collective(l);
+      l.put(")");
+    } else {
+      l.put("before any collective");
+    }
+    int gone[64];
+    int ngone = 0;
+    for (int r = 0; r < g_world_size && ngone < 64; ++r)
+      if (r != g_world_rank && g_same_host[static_cast<std::size_t>(r)] && pid_gone(g_pid[static_cast<std::size_t>(r)]))
+        gone[ngone++] = r;
+    if (ngone) {
+      l.put(ngone == 1 ? "; rank " : "; ranks ");
+      for (int i = 0; i < ngone; ++i) {
+        if (i) l.put(", ");
+        l.put(static_cast<std::uint64_t>(gone[i]));
+      }
+      l.put(ngone == 1 ? " vanished (its process is gone from this host)"
+                       : " vanished (their processes are gone from this host)");
+    } else {
+      l.put("; every other rank on this host is still running");
+    }
+    l.buf[l.n++] = '\n';
+    ssize_t ignored = write(2, l.buf, l.n);
+    (void)ignored;
+    // Stay a moment, so that the other survivors on this host, reporting
+    // too, do not take this process for one that vanished (mpirun sends
+    // SIGKILL after a second anyway).
+    poll(nullptr, 0, 500);
+  }
+  signal(SIGTERM, SIG_DFL);
+  raise(SIGTERM);  // delivered once this handler returns: ends as SIGTERM would
+  errno = saved;
+}
+
+}  // namespace
+
+void liveness_init(MPI_Comm world) {
+  if (g_ready) return;
+  int rank = 0, size = 0;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &size);
+  if (MPI_Comm_dup(world, &g_ctrl) != MPI_SUCCESS) return;
+  const long mine[2] = {static_cast<long>(host_key()), static_cast<long>(getpid())};
+  std::vector<long> all(2 * static_cast<std::size_t>(size));
+  if (MPI_Allgather(mine, 2, MPI_LONG, all.data(), 2, MPI_LONG, world) != MPI_SUCCESS) return;
+  g_same_host.resize(static_cast<std::size_t>(size));
+  g_pid.resize(static_cast<std::size_t>(size));
+  for (std::size_t r = 0; r < g_pid.size(); ++r) {
+    g_same_host[r] = all[2 * r] == mine[0];
+    g_pid[r] = all[2 * r + 1];
+  }
+  g_world_rank = rank;
+  g_world_size = size;
+  g_ready = true;
+}
+
+void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool group) {
+  if (!g_ready) return;
+  g_where.state.store(kNone, std::memory_order_relaxed);
+  const CollectiveSig s = id.sig();
+  for (int i = 0; i < 3; ++i) g_where.w[i].store(s.w[i], std::memory_order_relaxed);
+  g_where.ident.store(ident, std::memory_order_relaxed);
+  g_where.seq.store(id.seq, std::memory_order_relaxed);
+  g_where.size.store(static_cast<std::uint64_t>(size), std::memory_order_relaxed);
+  g_where.group.store(group, std::memory_order_relaxed);
+  g_where.state.store(kIn, std::memory_order_release);
+}
+
+void liveness_leave() {
+  if (g_ready) g_where.state.store(kAfter, std::memory_order_release);
+}
+
+void serve_queries(bool in_check) {
+  if (!g_ready) return;
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, g_ctrl, &flag, &st) != MPI_SUCCESS || !flag) return;
+    std::uint64_t query = 0;
+    if (MPI_Recv(&query, 1, MPI_UINT64_T, st.MPI_SOURCE, kQueryTag, g_ctrl, MPI_STATUS_IGNORE) != MPI_SUCCESS) return;
+    const std::uint64_t state = g_where.state.load(std::memory_order_relaxed);
+    const std::uint64_t answer[kAnswerWords] = {query,
+                                                in_check && state != kIn ? kInCheck : state,
+                                                g_where.ident.load(std::memory_order_relaxed),
+                                                g_where.seq.load(std::memory_order_relaxed),
+                                                g_where.w[0].load(std::memory_order_relaxed),
+                                                g_where.w[1].load(std::memory_order_relaxed),
+                                                g_where.w[2].load(std::memory_order_relaxed),
+                                                g_where.size.load(std::memory_order_relaxed)};
+    MPI_Send(answer, kAnswerWords, MPI_UINT64_T, st.MPI_SOURCE, kAnswerTag, g_ctrl);
+  }
+}
+
+bool process_gone(int world_rank) {
+  if (!g_ready || world_rank < 0 || world_rank >= g_world_size || world_rank == g_world_rank) return false;
+  const auto r = static_cast<std::size_t>(world_rank);
+  return g_same_host[r] && pid_gone(g_pid[r]);
+}
+
+void RollCall::ask(const std::vector<int>& world_ranks, int me) {
+  asked_ = true;
+  me_ = me;
+  world_ranks_ = world_ranks;
+  answers_.assign(world_ranks.size(), Answer{});
+  if (!g_ready) return;
+  // Unique across the job: the asker's world rank and its own count.
+  query_ = (++g_next_query << 20) | static_cast<std::uint64_t>(g_world_rank);
+  for (std::size_t i = 0; i < world_ranks.size(); ++i)
+    if (static_cast<int>(i) != me) MPI_Send(&query_, 1, MPI_UINT64_T, world_ranks[i], kQueryTag, g_ctrl);
+}
+
+void RollCall::collect() {
+  if (!g_ready || !asked_) return;
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kAnswerTag, g_ctrl, &flag, &st) != MPI_SUCCESS || !flag) return;
+    std::uint64_t a[kAnswerWords] = {};
+    if (MPI_Recv(a, kAnswerWords, MPI_UINT64_T, st.MPI_SOURCE, kAnswerTag, g_ctrl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
+    if (a[0] != query_) continue;  // an answer to an earlier wait's question
+    const auto it = std::find(world_ranks_.begin(), world_ranks_.end(), st.MPI_SOURCE);
+    if (it == world_ranks_.end()) continue;
+    Answer& ans = answers_[static_cast<std::size_t>(it - world_ranks_.begin())];
+    ans.got = true;
+    ans.state = a[1];
+    ans.ident = a[2];
+    ans.seq = a[3];
+    for (int i = 0; i < 3; ++i) ans.sig.w[i] = a[4 + i];
+    ans.size = a[7];
+  }
+}
+
+std::vector<int> gone_members(const std::vector<int>& world_ranks, int me) {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < world_ranks.size(); ++i)
+    if (static_cast<int>(i) != me && process_gone(world_ranks[i])) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+std::string RollCall::name(int member) const {
+  std::string s = "rank " + std::to_string(member);
+  const int world = world_ranks_[static_cast<std::size_t>(member)];
+  if (world != member || g_world_size != static_cast<int>(world_ranks_.size()))
+    s += " (world rank " + std::to_string(world) + ")";
+  return s;
+}
+
+std::string RollCall::absent(std::uint64_t ident, const CollectiveId& id, const std::string& peers) const {
+  std::vector<int> missing;
+  std::string why;
+  for (std::size_t i = 0; i < answers_.size(); ++i) {
+    if (static_cast<int>(i) == me_) continue;
+    const Answer& a = answers_[i];
+    if (a.got && a.state == kIn && a.ident == ident && a.seq == id.seq) continue;  // here, in this one
+    missing.push_back(static_cast<int>(i));
+    std::string what = name(static_cast<int>(i));
+    if (process_gone(world_ranks_[i])) {
+      what += " vanished (its process is gone from this host)";
+    } else if (!a.got) {
+      what += " did not answer: it is in no collective (computing, blocked or finished), or its host is stalled";
+    } else {
+      const std::string other = CollectiveId::from_sig(a.sig, a.seq)
+                                    .str(a.ident == ident ? peers
+                                                          : "another communicator of " + std::to_string(a.size) +
+                                                                (a.size == 1 ? " rank" : " ranks"));
+      what += a.state == kIn ? " is waiting in " + other
+              : a.state == kInCheck ? " is waiting in a desync check, after " + other
+              : a.state == kAfter ? " last ran " + other
+                                  : " has run no collective";
+    }
+    why += (why.empty() ? "" : "; ") + what;
+  }
+  if (missing.empty()) return "";
+  std::string list;
+  for (int m : missing) list += (list.empty() ? "" : ", ") + std::to_string(m);
+  return "ranks that did not arrive: " + list + " (" + why + ")";
+}
+
+}  // namespace tide::detail
+
+namespace tide {
+
+void install_termination_report() {
+  if (!detail::g_ready) return;
+  struct sigaction sa{};
+  sa.sa_handler = detail::on_sigterm;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void ending_job() { detail::g_ending.store(true, std::memory_order_relaxed); }
+
+}  // namespace tide

@@ -1,0 +1,78 @@
+// Who is where, when a collective waits too long. Internal to comm/.
+//
+// Three parts, all cheap until a wait gets long:
+// - where this rank is: the collective its comm thread last entered, kept
+//   in a few atomics (a handful of stores per collective), for the answers
+//   below and for the SIGTERM report;
+// - a roll call: a rank whose collective has waited a while asks every
+//   member where it is, over a duplicate of the world kept for this; every
+//   comm thread that polls a collective or a desync check answers such
+//   questions. Members on this host are also looked at directly: a process
+//   that is gone has vanished, and the wait fails at once naming it;
+// - the SIGTERM report: when one rank dies, mpirun ends the others with
+//   SIGTERM; each then prints the collective it was in and the ranks on its
+//   host whose processes are gone.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "desync.h"
+
+namespace tide::detail {
+
+/// Collective over `world` (frontend, before the comm thread makes MPI
+/// calls): duplicates it for questions and answers and gathers every rank's
+/// host and process id. Later calls do nothing.
+void liveness_init(MPI_Comm world);
+
+/// The comm thread enters collective `id` of the communicator `ident`
+/// (0: the world) with `size` members (`group`: a split one).
+void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool group);
+/// ... and has finished it.
+void liveness_leave();
+
+/// Comm thread, in poll loops once they have waited past their first spin:
+/// answers the questions other ranks sent. `in_check`: the loop waits for a
+/// desync check, not a collective.
+void serve_queries(bool in_check = false);
+
+/// True when world rank `r` runs on this host and its process is gone.
+bool process_gone(int world_rank);
+/// The members (`world_ranks[i]` is member i's world rank) but `me` whose
+/// processes are gone from this host.
+std::vector<int> gone_members(const std::vector<int>& world_ranks, int me);
+
+/// One collective's roll call (comm thread). Empty, and free, until asked.
+class RollCall {
+ public:
+  /// Asks every member (`world_ranks[i]` is member i's world rank) but `me`.
+  void ask(const std::vector<int>& world_ranks, int me);
+  bool asked() const { return asked_; }
+  /// Takes the answers that have come in.
+  void collect();
+  /// For a timeout of collective `id` on communicator `ident` (of `peers`,
+  /// "3 ranks"): "ranks that did not arrive: 1, 2 (rank 1 did not answer
+  /// ...; rank 2 is waiting in ...)", or "" when every member answered from
+  /// this very collective.
+  std::string absent(std::uint64_t ident, const CollectiveId& id, const std::string& peers) const;
+
+ private:
+  struct Answer {
+    bool got = false;
+    std::uint64_t state = 0, ident = 0, seq = 0, size = 0;
+    CollectiveSig sig;
+  };
+  bool asked_ = false;
+  std::uint64_t query_ = 0;
+  int me_ = 0;
+  std::vector<int> world_ranks_;
+  std::vector<Answer> answers_;
+  /// "rank 2" or, in a group, "rank 1 (world rank 2)".
+  std::string name(int member) const;
+};
+
+}  // namespace tide::detail
