@@ -7,6 +7,8 @@
 
 #include <cuda_runtime.h>
 
+#include <tide/core/error.h>
+
 namespace tide::cuda_kernels {
 
 inline constexpr int kThreads = 256;
@@ -20,7 +22,13 @@ inline unsigned grid_for(std::int64_t work) {
   return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
 }
 
-inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+/// The closure's stream. Null would mean the legacy default stream, which
+/// orders against every other stream of the device and would serialize the
+/// engine's streams: that is a backend bug, reported as an error.
+inline cudaStream_t as_stream(void* s) {
+  if (s == nullptr) throw Error("CUDA op run without a stream (OpContext::native_stream is null)");
+  return static_cast<cudaStream_t>(s);
+}
 
 /// This thread's first index and the stride of a grid-stride loop, both in
 /// 64 bits so tensors past 2^31 elements index correctly.
