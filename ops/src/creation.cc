@@ -1,4 +1,6 @@
 // Creation ops: fills, ranges, random numbers and copies of host vectors.
+// On a CUDA device the same frontend pushes a closure that launches the
+// kernel of ops/src/cuda/creation_kernels.h instead of the CPU loop.
 #include <tide/ops/creation.h>
 
 #include <array>
@@ -12,6 +14,9 @@
 #include <tide/ops/philox.h>
 
 #include "op_util.h"
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/creation_kernels.h"
+#endif
 
 namespace tide {
 
@@ -24,6 +29,17 @@ Tensor fill(const char* name, const Shape& shape, double value, const TensorOpti
   e.check_device(o.device);
   check_scalar_fits(name, value, o.dtype);
   const std::int64_t n = shape.numel();
+#ifdef TIDE_HAVE_CUDA
+  if (o.device.is_cuda()) {
+    const DType dt = o.dtype;
+    return push_new(
+        e, name, shape, dt, o.device, {},
+        [n, dt, value](const OpContext& ctx) {
+          cuda_kernels::launch_fill(dt, ctx.out<void>(0), n, value, ctx.native_stream);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(o.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T v = static_cast<T>(value);
@@ -76,6 +92,19 @@ Tensor random(const char* name, Distribution d, const Shape& shape, const Tensor
   // Taken last among the checks: a refused call must not advance the offset.
   const std::uint64_t seed = r.seed ? *r.seed : e.rng_seed();
   const std::uint64_t offset = r.seed ? 0 : e.take_rng_offset(static_cast<std::uint64_t>(n));
+#ifdef TIDE_HAVE_CUDA
+  if (o.device.is_cuda()) {
+    const DType dt = o.dtype;
+    const auto kind = d == Distribution::uniform ? cuda_kernels::RandomKind::uniform
+                                                 : cuda_kernels::RandomKind::normal;
+    return push_new(
+        e, name, shape, dt, o.device, {},
+        [n, dt, kind, seed, offset](const OpContext& ctx) {
+          cuda_kernels::launch_random(kind, dt, ctx.out<void>(0), n, seed, offset, ctx.native_stream);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(o.dtype, [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -123,6 +152,17 @@ Tensor arange(double start, double stop, double step, TensorOptions o, Loc loc) 
     check_scalar_fits(name, start, o.dtype);
     check_scalar_fits(name, start + static_cast<double>(n - 1) * step, o.dtype);
   }
+#ifdef TIDE_HAVE_CUDA
+  if (o.device.is_cuda()) {
+    const DType dt = o.dtype;
+    return push_new(
+        e, name, Shape{n}, dt, o.device, {},
+        [n, dt, start, step](const OpContext& ctx) {
+          cuda_kernels::launch_arange(dt, ctx.out<void>(0), n, start, step, ctx.native_stream);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(o.dtype, [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -155,6 +195,16 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device devi
   // The copy travels in the closure through a shared_ptr: the closure must
   // fit SmallFunction's inline buffer, and the caller may change `values`.
   auto copy = std::make_shared<const std::vector<T>>(values);
+#ifdef TIDE_HAVE_CUDA
+  if (device.is_cuda())
+    return push_new(
+        e, "from_vector", shape, dtype_v<T>, device, {},
+        [copy](const OpContext& ctx) {
+          cuda_kernels::copy_host_to_device(ctx.out<void>(0), copy->data(), copy->size() * sizeof(T),
+                                            ctx.native_stream);
+        },
+        loc);
+#endif
   return push_new(
       e, "from_vector", shape, dtype_v<T>, device, {},
       [copy](const OpContext& ctx) {

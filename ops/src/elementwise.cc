@@ -1,5 +1,7 @@
 // Elementwise ops: check on the frontend, then push one loop over the
-// contiguous elements (ops/src/cpu/elementwise_kernels.h).
+// contiguous elements (ops/src/cpu/elementwise_kernels.h), or on a CUDA
+// device one kernel launch (ops/src/cuda/elementwise_kernels.h). The checks
+// are shared; only the closure differs.
 #include <tide/ops/elementwise.h>
 #include <tide/ops/nn.h>
 #include <tide/core/copy.h>
@@ -10,6 +12,9 @@
 
 #include "cpu/elementwise_kernels.h"
 #include "op_util.h"
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/elementwise_kernels.h"
+#endif
 
 namespace tide {
 
@@ -17,12 +22,46 @@ namespace {
 
 using namespace detail;
 
+#ifdef TIDE_HAVE_CUDA
+/// The CUDA launcher's code for a CPU functor, so one template serves both.
+template <typename F>
+constexpr cuda_kernels::BinaryOp cuda_binary_op() {
+  if constexpr (std::is_same_v<F, cpu_kernels::Add>) return cuda_kernels::BinaryOp::add;
+  else if constexpr (std::is_same_v<F, cpu_kernels::Sub>) return cuda_kernels::BinaryOp::sub;
+  else if constexpr (std::is_same_v<F, cpu_kernels::Mul>) return cuda_kernels::BinaryOp::mul;
+  else if constexpr (std::is_same_v<F, cpu_kernels::Div>) return cuda_kernels::BinaryOp::div;
+  else if constexpr (std::is_same_v<F, cpu_kernels::Eq>) return cuda_kernels::BinaryOp::eq;
+  else static_assert(sizeof(F) == 0, "no CUDA kernel for this binary functor");
+}
+
+template <typename F>
+constexpr cuda_kernels::UnaryOp cuda_unary_op() {
+  if constexpr (std::is_same_v<F, cpu_kernels::Neg>) return cuda_kernels::UnaryOp::neg;
+  else if constexpr (std::is_same_v<F, cpu_kernels::Exp>) return cuda_kernels::UnaryOp::exp;
+  else if constexpr (std::is_same_v<F, cpu_kernels::Log>) return cuda_kernels::UnaryOp::log;
+  else if constexpr (std::is_same_v<F, cpu_kernels::Relu>) return cuda_kernels::UnaryOp::relu;
+  else static_assert(sizeof(F) == 0, "no CUDA kernel for this unary functor");
+}
+#endif
+
 template <typename F>
 Tensor binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
   const std::int64_t n = a.numel();
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    return push_new(
+        e, name, a.shape(), dt, a.device(), {a.storage(), b.storage()},
+        [n, dt](const OpContext& ctx) {
+          cuda_kernels::launch_binary(cuda_binary_op<F>(), dt, ctx.in<void>(0), ctx.in<void>(1),
+                                      ctx.out<void>(0), n, ctx.native_stream);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -47,6 +86,18 @@ Tensor with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
   check_scalar_fits(name, s, a.dtype());
   if constexpr (std::is_same_v<F, cpu_kernels::Div> && !Reversed) check_scalar_divisor(name, s, a.dtype());
   const std::int64_t n = a.numel();
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    return push_new(
+        e, name, a.shape(), dt, a.device(), {a.storage()},
+        [n, dt, s](const OpContext& ctx) {
+          cuda_kernels::launch_scalar(cuda_binary_op<F>(), Reversed, dt, ctx.in<void>(0), s,
+                                      ctx.out<void>(0), n, ctx.native_stream);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cpu_kernels::WithScalar<F, Reversed, T> f{static_cast<T>(s)};
@@ -61,6 +112,18 @@ Tensor unary(const char* name, const Tensor& a, bool floating_only, Loc loc) {
   Engine& e = engine_for(name, a);
   if (floating_only) check_floating(name, a.dtype());
   const std::int64_t n = a.numel();
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    return push_new(
+        e, name, a.shape(), dt, a.device(), {a.storage()},
+        [n, dt](const OpContext& ctx) {
+          cuda_kernels::launch_unary(cuda_unary_op<F>(), dt, ctx.in<void>(0), ctx.out<void>(0), n,
+                                     ctx.native_stream);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(
@@ -77,6 +140,19 @@ void binary_inplace(const char* name, Tensor& a, const Tensor& b, Loc loc) {
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
   const std::int64_t n = a.numel();
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    push_into(
+        e, name, a.device(), {a.storage(), b.storage()}, {a.storage()},
+        [n, dt](const OpContext& ctx) {
+          cuda_kernels::launch_binary(cuda_binary_op<F>(), dt, ctx.in<void>(0), ctx.in<void>(1),
+                                      ctx.out<void>(0), n, ctx.native_stream);
+        },
+        loc);
+    return;
+  }
+#endif
   dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     push_into(
@@ -91,6 +167,19 @@ void scalar_inplace(const char* name, Tensor& a, double s, Loc loc) {
   Engine& e = engine_for(name, a);
   check_scalar_fits(name, s, a.dtype());
   const std::int64_t n = a.numel();
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    push_into(
+        e, name, a.device(), {a.storage()}, {a.storage()},
+        [n, dt, s](const OpContext& ctx) {
+          cuda_kernels::launch_scalar(cuda_binary_op<F>(), false, dt, ctx.in<void>(0), s,
+                                      ctx.out<void>(0), n, ctx.native_stream);
+        },
+        loc);
+    return;
+  }
+#endif
   dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     cpu_kernels::WithScalar<F, false, T> f{static_cast<T>(s)};

@@ -7,6 +7,11 @@
 // tensor's dtype once at the end (i32 wraps around, as C++20 defines). The
 // order is fixed, so results are bitwise reproducible run to run and equal to
 // a plain sequential loop in double. mean divides that double total by len.
+//
+// On a CUDA device the same checks push a closure that launches
+// ops/src/cuda/reduction_kernels.h: the same accumulator types, a fixed
+// tree order instead of the sequential one (reproducible, but float sums
+// may differ from the CPU's in the last bit).
 #include <tide/ops/reduction.h>
 
 #include <algorithm>
@@ -16,6 +21,9 @@
 #include <vector>
 
 #include "op_util.h"
+#ifdef TIDE_HAVE_CUDA
+#include "cuda/reduction_kernels.h"
+#endif
 
 namespace tide {
 
@@ -90,6 +98,21 @@ Tensor reduce(const char* name, Kind kind, Engine& e, const Tensor& a, const Sha
   if (kind == Kind::max && x.len == 0)
     throw ValueError(op_prefix(name) + "no elements to reduce in a tensor of shape " +
                      a.shape().str());
+#ifdef TIDE_HAVE_CUDA
+  if (a.device().is_cuda()) {
+    const DType dt = a.dtype();
+    const auto op = kind == Kind::sum    ? cuda_kernels::ReduceOp::sum
+                    : kind == Kind::mean ? cuda_kernels::ReduceOp::mean
+                                         : cuda_kernels::ReduceOp::max;
+    return push_new(
+        e, name, out_shape, dt, a.device(), {a.storage()},
+        [x, dt, op](const OpContext& ctx) {
+          cuda_kernels::launch_reduce(op, dt, ctx.in<void>(0), ctx.out<void>(0), x.outer, x.len,
+                                      x.inner, ctx.native_stream);
+        },
+        loc);
+  }
+#endif
   return dispatch_dtype(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     return push_new(

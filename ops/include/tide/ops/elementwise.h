@@ -2,9 +2,12 @@
 // device (there is no broadcasting); a scalar operand is converted to the
 // tensor's dtype (for i32, truncated toward zero; a scalar outside the i32
 // range is a ValueError). i32 arithmetic wraps around on overflow and i32
-// division truncates; dividing by a zero element fails on the backend
-// (surfacing at the next barrier), as any kernel error does, while a scalar
-// divisor that is 0 in i32 is refused at once (ValueError).
+// division truncates; on a CPU device, dividing by a zero element (or
+// INT32_MIN by -1) fails on the backend (surfacing at the next barrier), as
+// any kernel error does. A CUDA kernel cannot fail that way without the host
+// waiting for it, so there x / 0 gives 0 and INT32_MIN / -1 wraps to
+// INT32_MIN. A scalar divisor that is 0 in i32 is refused at once
+// (ValueError) on every device.
 #pragma once
 
 #include <tide/ops/creation.h>

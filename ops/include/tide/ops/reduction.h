@@ -2,7 +2,11 @@
 // removed; a negative axis counts from the end). Sums run in a fixed order
 // (index order along the axis), accumulating in double for f32 and f64 and in
 // int64 for i32, rounding to the dtype once: results are reproducible run to
-// run and on every engine, device and stream.
+// run and on every engine, device and stream. On a CUDA device the same
+// accumulators add in a fixed tree order that depends only on the shape:
+// still reproducible run to run, but an f32 or f64 sum or mean may differ
+// from the CPU's in the last bit. i32 sums and every max are identical on
+// all devices (but for the sign of a zero maximum when +0 and -0 tie).
 #pragma once
 
 #include <tide/ops/creation.h>

@@ -1,0 +1,42 @@
+// Launch helpers shared by the .cu files of ops: grid sizes for grid-stride
+// loops and the stream a closure hands over as void*.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include <tide/core/error.h>
+
+namespace tide::cuda_kernels {
+
+inline constexpr int kThreads = 256;
+
+/// Blocks for a grid-stride loop over `work` items. The cap keeps the grid
+/// well inside gridDim.x's limit while still filling every SM many times
+/// over; the loops do not depend on the grid size for their results.
+inline unsigned grid_for(std::int64_t work) {
+  constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 16;
+  const std::int64_t blocks = (work + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
+}
+
+/// The closure's stream. Null would mean the legacy default stream, which
+/// orders against every other stream of the device and would serialize the
+/// engine's streams: that is a backend bug, reported as an error.
+inline cudaStream_t as_stream(void* s) {
+  if (s == nullptr) throw Error("CUDA op run without a stream (OpContext::native_stream is null)");
+  return static_cast<cudaStream_t>(s);
+}
+
+/// This thread's first index and the stride of a grid-stride loop, both in
+/// 64 bits so tensors past 2^31 elements index correctly.
+__device__ inline std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t grid_stride() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+}  // namespace tide::cuda_kernels

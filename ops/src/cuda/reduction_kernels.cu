@@ -1,0 +1,223 @@
+// CUDA reductions over [outer, len, inner], in two deterministic passes.
+//
+// The reduced axis is cut into `chunks` chunks of `chunk_len` elements, a
+// function of the shape only. Pass 1 reduces each (output, chunk) to one
+// partial: for contiguous rows (inner == 1, long rows) a block per chunk,
+// its threads striding over the chunk and then a shared-memory tree; for
+// strided columns a thread per (output, chunk) walking its chunk in order,
+// which keeps neighbouring threads on neighbouring addresses. Pass 2 (only
+// when chunks > 1) adds each output's partials in chunk order. No atomics,
+// and nothing depends on the grid size, so reruns give identical bits.
+#include "reduction_kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include <tide/core/cuda_check.h>
+#include <tide/core/error.h>
+
+#include "grid_util.cuh"
+
+namespace tide::cuda_kernels {
+
+namespace {
+
+enum class Mode { sum, mean, max };
+
+template <typename T>
+struct SumOp {
+  using Acc = std::conditional_t<std::is_same_v<T, std::int32_t>, std::int64_t, double>;
+  __device__ static Acc identity() { return Acc(0); }
+  __device__ static Acc combine(Acc a, Acc b) { return a + b; }
+};
+
+template <typename T>
+struct MaxOp {
+  using Acc = T;
+  /// Below or equal to every value, so an idle thread's partial never wins.
+  __device__ static T identity() {
+    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::lowest();
+  }
+  /// The CPU's max_of: a NaN wins (v != v tests it without a libm call),
+  /// and a NaN already held stays, since nothing compares greater than it.
+  __device__ static T combine(T best, T v) {
+    if constexpr (std::is_floating_point_v<T>) return (v > best || v != v) ? v : best;
+    else return v > best ? v : best;
+  }
+};
+
+template <typename T, Mode M>
+using OpOf = std::conditional_t<M == Mode::max, MaxOp<T>, SumOp<T>>;
+template <typename T, Mode M>
+using AccOf = typename OpOf<T, M>::Acc;
+
+/// The output value from an output's total, as the CPU converts it.
+template <typename T, Mode M>
+__device__ T finish(AccOf<T, M> acc, std::int64_t len) {
+  if constexpr (M == Mode::mean)
+    return static_cast<T>(static_cast<double>(acc) / static_cast<double>(len));
+  else return static_cast<T>(acc);
+}
+
+/// Pass 1 on contiguous rows: one block per (row, chunk) task. Writes the
+/// finished value when there is a single chunk (partial == nullptr).
+template <typename T, Mode M>
+__global__ void rows_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int64_t outer,
+                            std::int64_t len, std::int64_t chunks, std::int64_t chunk_len) {
+  using Op = OpOf<T, M>;
+  using Acc = AccOf<T, M>;
+  __shared__ Acc buf[kThreads];
+  const std::int64_t tasks = outer * chunks;
+  for (std::int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
+    const std::int64_t row = task / chunks, c = task % chunks;
+    const std::int64_t begin = c * chunk_len, end = std::min(len, begin + chunk_len);
+    const T* p = in + row * len;
+    Acc acc = Op::identity();
+    for (std::int64_t k = begin + threadIdx.x; k < end; k += blockDim.x)
+      acc = Op::combine(acc, static_cast<Acc>(p[k]));
+    buf[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) buf[threadIdx.x] = Op::combine(buf[threadIdx.x], buf[threadIdx.x + s]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      if (partial) partial[task] = buf[0];
+      else out[row] = finish<T, M>(buf[0], len);
+    }
+    // buf is refilled for the next task only after thread 0 has read it.
+    __syncthreads();
+  }
+}
+
+/// Pass 1 on strided columns: one thread per (outer, chunk, inner) in that
+/// layout, summing its chunk in index order.
+template <typename T, Mode M>
+__global__ void cols_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int64_t outer,
+                            std::int64_t len, std::int64_t inner, std::int64_t chunks,
+                            std::int64_t chunk_len) {
+  using Op = OpOf<T, M>;
+  using Acc = AccOf<T, M>;
+  const std::int64_t total = outer * chunks * inner;
+  for (std::int64_t idx = first_index(); idx < total; idx += grid_stride()) {
+    const std::int64_t j = idx % inner, t = idx / inner;
+    const std::int64_t c = t % chunks, o = t / chunks;
+    const std::int64_t begin = c * chunk_len, end = std::min(len, begin + chunk_len);
+    const T* p = in + o * len * inner + j;
+    Acc acc = Op::identity();
+    for (std::int64_t k = begin; k < end; ++k) acc = Op::combine(acc, static_cast<Acc>(p[k * inner]));
+    if (partial) partial[idx] = acc;
+    else out[o * inner + j] = finish<T, M>(acc, len);
+  }
+}
+
+/// Pass 2: each output combines its chunks' partials in chunk order.
+template <typename T, Mode M>
+__global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outer,
+                                std::int64_t chunks, std::int64_t inner, std::int64_t len) {
+  using Op = OpOf<T, M>;
+  using Acc = AccOf<T, M>;
+  for (std::int64_t idx = first_index(); idx < outer * inner; idx += grid_stride()) {
+    const std::int64_t o = idx / inner, j = idx % inner;
+    Acc acc = Op::identity();
+    for (std::int64_t c = 0; c < chunks; ++c) acc = Op::combine(acc, partial[(o * chunks + c) * inner + j]);
+    out[idx] = finish<T, M>(acc, len);
+  }
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Rows at least this long get a block per chunk; shorter ones a thread.
+constexpr std::int64_t kRowMin = 256;
+// Elements per chunk of a row: 16 per thread of a block.
+constexpr std::int64_t kRowChunk = 16 * kThreads;
+// Columns are split until about this many threads have work...
+constexpr std::int64_t kColThreads = std::int64_t{1} << 16;
+// ...but no chunk is shorter than this.
+constexpr std::int64_t kColMinChunk = 32;
+// Bounds pass 2's sequential loop and the scratch size.
+constexpr std::int64_t kMaxChunks = 1024;
+
+/// Frees the partials on the stream if the launches between throw.
+struct Scratch {
+  void* p = nullptr;
+  cudaStream_t s = nullptr;
+  ~Scratch() {
+    if (p) (void)cudaFreeAsync(p, s);  // a failure is already being thrown
+  }
+  void release() {
+    void* q = p;
+    p = nullptr;
+    TIDE_CUDA_CHECK(cudaFreeAsync(q, s));
+  }
+};
+
+template <typename T, Mode M>
+void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::int64_t inner,
+              cudaStream_t stream) {
+  using Acc = AccOf<T, M>;
+  const std::int64_t outputs = outer * inner;
+  if (outputs == 0) return;
+  const bool rows = inner == 1 && len >= kRowMin;
+  std::int64_t chunks = rows ? ceil_div(len, kRowChunk)
+                             : std::min(ceil_div(kColThreads, outputs), ceil_div(len, kColMinChunk));
+  chunks = std::clamp<std::int64_t>(chunks, 1, kMaxChunks);
+  const std::int64_t chunk_len = ceil_div(len, chunks);  // 0 when len == 0: empty sums
+  if (chunk_len > 0) chunks = ceil_div(len, chunk_len);  // so no chunk is empty
+
+  Scratch scratch{nullptr, stream};
+  Acc* partial = nullptr;
+  if (chunks > 1) {
+    const auto bytes = static_cast<std::size_t>(outputs * chunks) * sizeof(Acc);
+    TIDE_CUDA_CHECK(cudaMallocAsync(&scratch.p, bytes, stream));
+    partial = static_cast<Acc*>(scratch.p);
+  }
+  if (rows) {
+    const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(outer * chunks, 1 << 16));
+    rows_kernel<T, M><<<blocks, kThreads, 0, stream>>>(in, partial, out, outer, len, chunks, chunk_len);
+  } else {
+    cols_kernel<T, M><<<grid_for(outputs * chunks), kThreads, 0, stream>>>(
+        in, partial, out, outer, len, inner, chunks, chunk_len);
+  }
+  TIDE_CUDA_LAUNCH_CHECK();
+  if (chunks > 1) {
+    finalize_kernel<T, M><<<grid_for(outputs), kThreads, 0, stream>>>(partial, out, outer, chunks,
+                                                                      inner, len);
+    TIDE_CUDA_LAUNCH_CHECK();
+    scratch.release();
+  }
+}
+
+template <typename T>
+void reduce_dtype(ReduceOp op, const void* in, void* out, std::int64_t outer, std::int64_t len,
+                  std::int64_t inner, cudaStream_t s) {
+  const auto* ti = static_cast<const T*>(in);
+  auto* to = static_cast<T*>(out);
+  switch (op) {
+    case ReduceOp::sum: return reduce_t<T, Mode::sum>(ti, to, outer, len, inner, s);
+    case ReduceOp::max:
+      if (len == 0) throw ValueError("max: no elements to reduce");
+      return reduce_t<T, Mode::max>(ti, to, outer, len, inner, s);
+    case ReduceOp::mean:
+      if constexpr (std::is_floating_point_v<T>) return reduce_t<T, Mode::mean>(ti, to, outer, len, inner, s);
+      else throw DTypeError("mean: needs a floating dtype (f32 or f64)");
+  }
+  throw Error("launch_reduce: unknown op");
+}
+
+}  // namespace
+
+void launch_reduce(ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
+                   std::int64_t len, std::int64_t inner, void* stream) {
+  switch (dtype) {
+    case DType::f32: return reduce_dtype<float>(op, in, out, outer, len, inner, as_stream(stream));
+    case DType::f64: return reduce_dtype<double>(op, in, out, outer, len, inner, as_stream(stream));
+    case DType::i32: return reduce_dtype<std::int32_t>(op, in, out, outer, len, inner, as_stream(stream));
+  }
+  throw DTypeError("launch_reduce: unknown dtype");
+}
+
+}  // namespace tide::cuda_kernels

@@ -1,0 +1,26 @@
+// CUDA reductions behind a plain C++ launcher (conventions as in
+// elementwise_kernels.h). The input is viewed as [outer, len, inner], the
+// output as [outer, inner], as in ops/src/reduction.cc.
+#pragma once
+
+#include <cstdint>
+
+#include <tide/core/dtype.h>
+
+namespace tide::cuda_kernels {
+
+enum class ReduceOp { sum, mean, max };
+
+/// sum and mean accumulate in double (f32, f64) or int64 (i32) and convert
+/// once at the end, like the CPU; the order is a fixed tree that depends
+/// only on (outer, len, inner), so a rerun gives identical bits, but float
+/// results may differ from the CPU's sequential sum in the last bit. i32
+/// sums and max are exact, except that when +0 and -0 tie for the maximum
+/// either may come out (the CPU keeps the first). max needs len >= 1 (the
+/// caller checks); a NaN anywhere along the axis makes its result NaN.
+/// Scratch memory, when needed, is taken with cudaMallocAsync on `stream`
+/// and freed on it.
+void launch_reduce(ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
+                   std::int64_t len, std::int64_t inner, void* stream);
+
+}  // namespace tide::cuda_kernels
