@@ -7,9 +7,12 @@
 //   build/examples/train_data_parallel --data ~/mnist --optimizer adam --lr 1e-3
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <tide/tide.h>
@@ -24,6 +27,27 @@ namespace {
 
 using tide::examples::JsonWriter;
 using namespace tide::train;
+
+/// A digest of the final parameters, to compare two runs exactly: 64-bit
+/// FNV-1a over every parameter's values as f64 bytes, in order, each tensor
+/// preceded by its length. Equal digests: the same parameters, bit for bit.
+std::string params_digest(const std::vector<std::vector<double>>& params) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= static_cast<const unsigned char*>(p)[i];
+      h *= 1099511628211ull;
+    }
+  };
+  for (const auto& t : params) {
+    const std::uint64_t n = t.size();
+    mix(&n, sizeof n);
+    mix(t.data(), t.size() * sizeof(double));
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 void write_json(const std::string& path, const TrainConfig& c, const TrainResult& r, int ranks,
                 const std::string& data, const std::string& command) {
@@ -50,7 +74,7 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
       .field("peak_queued_bytes", r.peak_queued_bytes).field("buckets", r.buckets)
       .field("comm_ms_per_step", r.comm_ms_per_step).field("comm_hidden_fraction", r.comm_hidden_fraction)
       .field("steps_first_bucket_overlapped", r.steps_first_bucket_overlapped)
-      .field("steps_measured", r.steps_measured);
+      .field("steps_measured", r.steps_measured).field("params_digest", params_digest(r.params));
   w.end_object();
   w.end_object();
   out << "\n";

@@ -9,6 +9,10 @@
 #   scripts/cluster.sh status   # exit status 0 when a cluster is up, 1 when not
 #   scripts/cluster.sh agent    # prints the rsh agent's path (for tiderun --rsh-agent)
 #   scripts/cluster.sh net      # prints the cluster's network (for tiderun --net)
+#   scripts/cluster.sh link NODE down|up
+#                               # cuts NODE off the bridge (its veth end on this
+#                               # side down: the other nodes and mpirun lose it,
+#                               # packets vanish, nothing is refused), or mends it
 #
 # Then, for example (as root, with OMPI_ALLOW_RUN_AS_ROOT=1 and
 # OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 set for mpirun):
@@ -253,8 +257,20 @@ cmd_status() {
   say "up: $count node(s) on $(cat "$dir/net" 2>/dev/null || echo "$net"), agent $dir/rsh-agent"
 }
 
+cmd_link() {
+  local node=${1:-} state=${2:-}
+  case "$state" in down|up) ;; *) echo "cluster: link needs a node and down or up, e.g. link node2 down" >&2; exit 2 ;; esac
+  need_rights
+  [ -r "$dir/nodes" ] && awk -v n="$node" '$1 == n { f = 1 } END { exit !f }' "$dir/nodes" ||
+    die "no node '$node' in the cluster (see $dir/nodes)"
+  local link=tideh${node#node}
+  ip link set "$link" "$state"
+  say "$node: link $state ($link)"
+}
+
 case "${1:-}" in
   up) shift; cmd_up "$@" ;;
+  link) shift; cmd_link "$@" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   agent) echo "$dir/rsh-agent" ;;

@@ -8,6 +8,9 @@
 #   run_cluster_test.sh where WHERE_PROGRAM           # 2 nodes x 2 ranks, node-local ranks
 #   run_cluster_test.sh train TRAINER WORK_DIR        # 2 nodes x 1 rank and 1 node x 2 ranks,
 #                                                     # same final loss
+#   run_cluster_test.sh linkcut TRAINER WORK_DIR      # 2 nodes x 1 rank, node2's link cut mid-run:
+#                                                     # errors on both ranks, bounded exit, then
+#                                                     # --resume ends where an uninterrupted run does
 #
 # Every mpirun runs under `timeout` (TIDE_CLUSTER_TEST_LIMIT seconds, default
 # 60), so a hang fails the test and takes its daemons with it.
@@ -20,7 +23,7 @@ limit=${TIDE_CLUSTER_TEST_LIMIT:-60}
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAILED: $*"; exit 1; }
 
-[ $# -ge 2 ] || { echo "usage: run_cluster_test.sh collectives|where|train PROGRAM [WORK_DIR]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: run_cluster_test.sh collectives|where|train|linkcut PROGRAM [WORK_DIR]" >&2; exit 2; }
 mode=$1
 prog=$2
 [ -x "$prog" ] || fail "no program $prog"
@@ -90,6 +93,11 @@ case "$mode" in
     awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-12) }' ||
       fail "final losses differ by more than 1e-12"
     echo "OK: the same final loss on 2 nodes x 1 rank and 1 node x 2 ranks"
+    ;;
+
+  linkcut)
+    work=${3:?"linkcut needs a work directory"}
+    . "$here/linkcut.sh"
     ;;
 
   *) echo "run_cluster_test.sh: unknown mode '$mode'" >&2; exit 2 ;;

@@ -1,0 +1,93 @@
+# The "linkcut" mode of run_cluster_test.sh (sourced from it: $prog is the
+# trainer, $work a directory; launch, run, fail and $cluster come from there).
+#
+# 1. An uninterrupted run on 2 nodes x 1 rank, its final loss and parameter
+#    digest from --json.
+# 2. The same run again, with node2's link to the bridge cut (scripts/cluster.sh
+#    link node2 down) once its first checkpoint is on disk: mpirun must exit
+#    non-zero within a bound (tiderun --abort-timeout), each rank's own output
+#    (tiderun --output-dir, written on its node) must hold the collective
+#    timeout naming it, and the checkpoint must be intact.
+# 3. The link mended, the run resumed from that checkpoint (--resume): it must
+#    end with the same final loss and parameters, bit for bit, as run 1.
+#
+# TIDE_CLUSTER_CUT_TIMEOUT (seconds, default 4): TIDE_COMM_TIMEOUT of these
+# runs. TIDE_CLUSTER_ABORT_TIMEOUT (default 5): tiderun's --abort-timeout.
+cut_timeout=${TIDE_CLUSTER_CUT_TIMEOUT:-4}
+abort_timeout=${TIDE_CLUSTER_ABORT_TIMEOUT:-5}
+steps=6000 every=200
+args=(--max-steps "$steps" --epochs 1000 --hidden 64 --dtype f64 --progress lines --log-every 100
+  --checkpoint-every "$every")
+rm -rf "$work"
+mkdir -p "$work"
+
+field() { sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}.*/\1/p" "$1" | head -1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+node_pids() { ip netns pids node2 2>/dev/null | tr '\n' ' '; }
+
+# Whatever happens below, node2 gets its link back.
+trap '"$cluster" link node2 up >/dev/null 2>&1 || true' EXIT
+
+export TIDE_COMM_TIMEOUT=$cut_timeout
+run -np 2 -H node1:1,node2:1 "$prog" "${args[@]}" --checkpoint "$work/ref" --json "$work/ref.json" >"$work/ref.log" 2>&1 ||
+  fail "the uninterrupted run failed (status $?): $(tail -5 "$work/ref.log")"
+ref_loss=$(field "$work/ref.json" final_loss)
+ref_digest=$(field "$work/ref.json" params_digest)
+[ -n "$ref_loss" ] && [ -n "$ref_digest" ] || fail "no final_loss or params_digest in $work/ref.json"
+echo "uninterrupted: final loss $ref_loss, parameters $ref_digest"
+
+# The run to cut. Its output goes to files, not a pipe: the daemon on the cut
+# node keeps its end of mpirun's output open until the link comes back.
+ck=$work/cut/checkpoint.tide
+echo "+ ${launch[*]} --output-dir $work/out --abort-timeout $abort_timeout -np 2 -H node1:1,node2:1 $prog ${args[*]} --checkpoint $work/cut"
+timeout "$limit" "${launch[@]}" --output-dir "$work/out" --abort-timeout "$abort_timeout" -np 2 -H node1:1,node2:1 \
+  "$prog" "${args[@]}" --checkpoint "$work/cut" >"$work/cut.log" 2>&1 &
+job=$!
+t_start=$(now)
+while ! [ -e "$ck" ]; do
+  kill -0 "$job" 2>/dev/null || { wait "$job" || true; fail "the run ended before its first checkpoint: $(tail -5 "$work/cut.log")"; }
+  [ "$(since "$t_start" "$(now)" | cut -d. -f1)" -lt "$limit" ] || fail "no checkpoint after $limit s"
+  sleep 0.05
+done
+"$cluster" link node2 down
+t_cut=$(now)
+status=0
+wait "$job" || status=$?
+t_exit=$(now)
+echo "--- output of the cut run (mpirun's side)"
+cat "$work/cut.log"
+echo "---"
+case "$status" in
+  0) fail "the run completed although node2 was cut off (cut too late? it has $steps steps)" ;;
+  124) fail "mpirun did not exit within $limit s of the start after the cut (tiderun --abort-timeout $abort_timeout)" ;;
+esac
+echo "mpirun exited with status $status, $(since "$t_cut" "$t_exit") s after the cut"
+
+# Every rank's own output holds the timeout of a collective, naming the rank.
+for r in 0 1; do
+  err=$work/out/1/rank.$r/stderr
+  [ -r "$err" ] || fail "no output file $err for rank $r"
+  line=$(grep -m1 "timed out after" "$err" || true)
+  [ -n "$line" ] || fail "rank $r's output has no collective timeout: $(cat "$err")"
+  echo "$line" | grep -q "rank $r of" || fail "rank $r's timeout does not name it: $line"
+  echo "rank $r, $(since "$t_cut" "$(stat -c %.Y "$err")") s after the cut: ${line:0:240}"
+done
+
+# The cut node's daemon goes once it can tell that mpirun is gone.
+"$cluster" link node2 up
+for _ in $(seq 60); do [ -z "$(node_pids)" ] && break; sleep 0.5; done
+[ -z "$(node_pids)" ] || echo "note: processes left on node2 30 s after the link came back: $(node_pids)"
+
+# Resume: the trainer reads and checks the checkpoint (magic, checksum, run).
+run -np 2 -H node1:1,node2:1 "$prog" "${args[@]}" --checkpoint "$work/cut" --resume --json "$work/resumed.json" \
+  >"$work/resumed.log" 2>&1 || fail "the resumed run failed (status $?): $(tail -5 "$work/resumed.log")"
+from=$(sed -n 's/^resuming from .* at step \([0-9]*\).*/\1/p' "$work/resumed.log" | head -1)
+[ -n "$from" ] && [ "$from" -gt 0 ] && [ "$from" -lt "$steps" ] ||
+  fail "the resumed run did not start from a checkpoint inside the run: $(head -3 "$work/resumed.log")"
+loss=$(field "$work/resumed.json" final_loss)
+digest=$(field "$work/resumed.json" params_digest)
+echo "resumed at step $from: final loss $loss, parameters $digest"
+[ "$loss" = "$ref_loss" ] || fail "final loss $loss after the resume, $ref_loss uninterrupted"
+[ "$digest" = "$ref_digest" ] || fail "final parameters differ: $digest after the resume, $ref_digest uninterrupted"
+echo "OK: link cut at step >= $every: both ranks timed out, mpirun exited ($status); resumed from step $from to the same parameters"
