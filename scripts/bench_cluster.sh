@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$reps$steps" in *[!0-9]*) echo "bench_cluster: --reps and --steps need positive integers" >&2; exit 2 ;; esac
-command -v jq >/dev/null || { echo "bench_cluster: needs jq" >&2; exit 1; }
+command -v jq >/dev/null || "$root/scripts/setup.sh" --bench
 bench=$build/examples/bench_allreduce trainer=$build/examples/train_data_parallel
 [ -x "$bench" ] && [ -x "$trainer" ] || { echo "bench_cluster: build first (no $bench or $trainer)" >&2; exit 1; }
 mkdir -p "$out"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what tide needs from Debian's packages. Idempotent and quiet when
 # everything is already there. Needs root (or sudo) only when it installs.
-# --bench also installs gnuplot, which the benchmark scripts plot with.
+# --bench also installs gnuplot and jq, which the benchmark scripts plot and
+# read results with.
 set -euo pipefail
 
 packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2)
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(gnuplot-nox) ;;
+    --bench) packages+=(gnuplot-nox jq) ;;
     *) echo "tide setup: unknown argument '$arg' (expected --bench)" >&2; exit 2 ;;
   esac
 done
