@@ -17,7 +17,7 @@ namespace tide::cuda_backend {
 
 namespace {
 
-/// Per device: its default pool and the idle stream allocations run on.
+/// Per device: the storages' pool and the idle stream allocations run on.
 struct DeviceMemory {
   cudaMemPool_t pool = nullptr;
   cudaStream_t stream = nullptr;
@@ -46,10 +46,20 @@ DeviceMemory& memory(int device) {
     int prev = 0;
     TIDE_CUDA_CHECK(cudaGetDevice(&prev));
     TIDE_CUDA_CHECK(cudaSetDevice(device));
+    // A pool of the storages' own: kernels' scratch memory (from the
+    // default pool, on worker streams) never shares its blocks, and no
+    // allocation may take a block whose free is still pending on another
+    // stream (internal dependencies off), so a block handed out is free now.
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
     cudaMemPool_t pool = nullptr;
-    TIDE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    TIDE_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
     std::uint64_t keep = pool_release_threshold();
     TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    int no = 0;
+    TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no));
     TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
     TIDE_CUDA_CHECK(cudaSetDevice(prev));
     m.pool = pool;

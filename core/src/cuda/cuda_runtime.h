@@ -1,7 +1,7 @@
 // The CUDA backend's process-wide pieces, used by the engines and storages
 // (internal to core/; compiled only with TIDE_HAVE_CUDA).
 //
-// Memory: every device storage comes from the device's stream-ordered pool
+// Memory: every device storage comes from a stream-ordered pool of tide's own
 // (cudaMallocFromPoolAsync) on a per-device stream that never carries work,
 // and goes back to it with cudaFreeAsync on that stream. A storage is freed
 // only when its last reference drops, and queued ops hold a reference until
