@@ -188,13 +188,16 @@ void Engine::rethrow_device_failure(Device d) {
 }
 
 void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                     std::uint64_t push_index, void* native_stream, bool cancelled) {
+                     std::uint64_t push_index, void* native_stream, bool cancelled,
+                     const char* skip_reason) {
   auto make_prov = [&](std::string what) {
     return make_provenance(op, stream_name(stream_index), step, seq, std::move(what));
   };
   std::shared_ptr<const OpProvenance> poison;
   if (cancelled) {
     poison = make_prov("cancelled before it ran");
+  } else if (skip_reason) {
+    poison = make_prov(std::string("not run: ") + skip_reason);
   } else {
     for (int i = 0; i < op.reads.size() && !poison; ++i) poison = op.reads[i]->poison();
   }

@@ -260,9 +260,9 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   // --- worker side ------------------------------------------------------
 
-  void run(QueuedOp& op, int stream_index, void* native_stream) override {
+  void run(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason) override {
     execute(op.desc, stream_index, op.seq, op.step, op.push_index, native_stream,
-            cancelling_.load(std::memory_order_acquire));
+            cancelling_.load(std::memory_order_acquire), skip_reason);
   }
 
   void async_failure(QueuedOp& op, int stream_index, const std::string& what) override {

@@ -158,9 +158,9 @@ void Stream::worker() {
       } catch (const std::exception& e) {
         error = e.what();
       }
-      // A failed wait leaves the op unordered: it must not run. Its device
-      // is then marked failed, and barriers on it throw.
-      if (error.empty()) hooks_.run(*op, index_, lane_->native());
+      // A failed wait leaves the op unordered: it must not run. Its outputs
+      // are poisoned with the reason, and its device is marked failed.
+      hooks_.run(*op, index_, lane_->native(), error.empty() ? nullptr : error.c_str());
       // The slot of this op's event held op seq - kRing's: it must be done.
       if (op->seq > cuda_backend::Lane::kRing) wait_until(op->seq - cuda_backend::Lane::kRing);
       std::string rec = lane_->record(op->seq);
@@ -176,7 +176,7 @@ void Stream::worker() {
     }
 #endif
     for (int i = 0; i < op->nwaits; ++i) wait_point(op->waits[i]);
-    hooks_.run(*op, index_, nullptr);
+    hooks_.run(*op, index_, nullptr, nullptr);
     finish(op);
   }
   if (lane_) inflight_.push(nullptr);  // the completion thread drains, then ends

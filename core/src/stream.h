@@ -50,7 +50,8 @@ class Stream {
   /// `async_failure` reports a fault the GPU raised while or after running
   /// `op` (seen at its completion event), on the completion thread.
   struct Hooks {
-    virtual void run(QueuedOp& op, int stream_index, void* native_stream) = 0;
+    /// A non-null `skip_reason`: do not run the kernel, poison the outputs.
+    virtual void run(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason) = 0;
     virtual void completed() = 0;
     virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what) = 0;
     virtual ~Hooks() = default;

@@ -213,8 +213,11 @@ class Engine {
   /// Runs `op` (poison check, kernel, error capture). Shared by both engines.
   /// `stream_name` and `seq` go into the provenance of a failure.
   /// `push_index` orders failures: wait_all reports the earliest pushed.
+  /// A non-null `skip_reason` skips the kernel and poisons the outputs with
+  /// it (a GPU stream that could not order or launch the op).
   void execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-               std::uint64_t push_index, void* native_stream, bool cancelled);
+               std::uint64_t push_index, void* native_stream, bool cancelled,
+               const char* skip_reason = nullptr);
   /// Throws the error poisoning `s`, if any, marking it reported.
   void rethrow_poison(const Storage& s);
   /// A GPU fault seen after `op` ran (at its completion event) or a failed
