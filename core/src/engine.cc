@@ -227,6 +227,16 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
     } catch (...) {
       poison = make_prov("unknown exception");
     }
+#ifdef TIDE_HAVE_CUDA
+    // Kernels launched before the throw may still run: in sync mode the op's
+    // storages must not be released (and reused) under them.
+    if (poison && native_stream && cuda_sync_after_op_) {
+      try {
+        cuda_backend::sync_stream(native_stream);
+      } catch (const std::exception&) {
+      }
+    }
+#endif
     const std::int64_t t1 = now_ns();
     Counters::bump(sc.ops);
     sc.busy_ns.store(sc.busy_ns.load(std::memory_order_relaxed) + (t1 - t0),

@@ -87,6 +87,8 @@ struct Staging {
 
   ~Staging() {
     for (int i = 0; i < 2; ++i) {
+      // A chunk's last host-to-device transfer may still read it.
+      if (busy[i] && done[i] && cudaEventSynchronize(done[i]) != cudaSuccess) cudaGetLastError();
       if (done[i]) cudaEventDestroy(done[i]);
       if (chunk[i]) cudaFreeHost(chunk[i]);
     }
