@@ -23,6 +23,10 @@
 
 namespace tide {
 
+namespace detail {
+struct NcclComm;  // nccl_collectives.cc: one NCCL communicator, for one GPU
+}
+
 /// The wait schedule of a comm-thread poll loop. MPI progresses a
 /// non-blocking collective only inside MPI calls, so the first ~100 polls do
 /// not sleep (past that they yield, so that compute threads sharing the
@@ -77,6 +81,14 @@ struct Communicator::Impl {
   /// MPI while that thread may.
   bool free_in_destructor = true;
   std::uint64_t next_seq = 0;  // frontend only
+  /// Collectives on CUDA tensors (NCCL) are numbered apart: they run on the
+  /// GPUs' comm streams, not on the comm thread, and are not in the desync
+  /// check's sequence. Frontend only.
+  std::uint64_t next_device_seq = 0;
+  /// This communicator's NCCL communicator per GPU index, made at the
+  /// first collective on that GPU. Frontend only (kernels hold their own
+  /// reference).
+  std::vector<std::shared_ptr<detail::NcclComm>> nccl;
   std::atomic<bool> broken{false};
   std::mutex mutex;
   std::string broken_reason;  // guarded by mutex

@@ -8,6 +8,7 @@
 #include <tide/core/engine.h>
 
 #include "comm_impl.h"
+#include "device_collectives.h"
 #include "mpi_check.h"
 #include "push_comm.h"
 
@@ -79,6 +80,28 @@ Engine& engine_of(const Tensor& t, const char* name) {
   if (!t.device().is_cpu())
     throw DeviceError(std::string(name) + ": host collectives need a cpu tensor, got " + t.device().str());
   return e;
+}
+
+bool on_gpu(const Tensor& t) { return t.defined() && t.device().is_cuda(); }
+
+/// The frontend half of a collective on a CUDA tensor: refused at once in a
+/// build without NCCL; numbered apart from the host collectives.
+detail::DeviceCollective device_collective(Communicator::Impl& impl, const char* name, CollectiveKind kind,
+                                           const Tensor& t, int op, int root) {
+  if (!detail::nccl_built())
+    throw DeviceError(std::string(name) + ": a tensor on " + t.device().str() +
+                      " needs NCCL, and this build of tide has none (built without CUDA, or libnccl was not found)");
+  t.engine().check_device(t.device());
+  detail::DeviceCollective c;
+  c.what.kind = kind;
+  c.what.seq = impl.next_device_seq++;
+  c.what.count = t.numel();
+  c.what.dtype = t.dtype();
+  c.what.op = static_cast<std::int8_t>(op);
+  c.what.root = root;
+  c.op = op >= 0 ? static_cast<ReduceOp>(op) : ReduceOp::sum;
+  c.root = root;
+  return c;
 }
 
 void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
@@ -170,6 +193,7 @@ int Communicator::size() const { return impl_->size; }
 bool Communicator::uses_mpi() const { return impl_->mpi; }
 bool Communicator::broken() const { return impl_->is_broken(); }
 std::string Communicator::failure() const { return impl_->failure(); }
+bool Communicator::nccl_built() { return detail::nccl_built(); }
 
 namespace {
 
@@ -188,6 +212,13 @@ Tensor copy_on_comm_stream(const Tensor& t, const char* name, Loc loc) {
 }  // namespace
 
 void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
+  if (on_gpu(t)) {
+    check_reduce("all_reduce_", t, op);
+    detail::push_device_collective(
+        impl_, device_collective(*impl_, "all_reduce_", CollectiveKind::all_reduce, t, static_cast<int>(op), -1), t, t,
+        loc);
+    return;
+  }
   Engine& e = engine_of(t, "all_reduce_");
   check_reduce("all_reduce_", t, op);
   const CollectiveId what = impl_->begin(CollectiveKind::all_reduce, t.numel(), t.dtype(), static_cast<int>(op));
@@ -204,6 +235,13 @@ void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
 }
 
 Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
+  if (on_gpu(t)) {
+    check_reduce("all_reduce", t, op);
+    auto c = device_collective(*impl_, "all_reduce", CollectiveKind::all_reduce, t, static_cast<int>(op), -1);
+    Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+    detail::push_device_collective(impl_, c, t, out, loc);
+    return out;
+  }
   engine_of(t, "all_reduce");
   check_reduce("all_reduce", t, op);
   Tensor out = copy_on_comm_stream(t, "all_reduce_copy", loc);
@@ -211,11 +249,23 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
   return out;
 }
 
-void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
-  Engine& e = engine_of(t, "broadcast_");
-  if (root < 0 || root >= impl_->size)
+namespace {
+void check_root(const Communicator::Impl& impl, int root) {
+  if (root < 0 || root >= impl.size)
     throw ValueError("broadcast: root " + std::to_string(root) + " is not a rank of " +
-                     (impl_->parent ? "this " + impl_->peers() : "a world of " + std::to_string(impl_->size)));
+                     (impl.parent ? "this " + impl.peers() : "a world of " + std::to_string(impl.size)));
+}
+}  // namespace
+
+void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
+  if (on_gpu(t)) {
+    check_root(*impl_, root);
+    detail::push_device_collective(
+        impl_, device_collective(*impl_, "broadcast_", CollectiveKind::broadcast, t, -1, root), t, t, loc);
+    return;
+  }
+  Engine& e = engine_of(t, "broadcast_");
+  check_root(*impl_, root);
   const CollectiveId what = impl_->begin(CollectiveKind::broadcast, t.numel(), t.dtype(), -1, root);
   auto impl = impl_;
   const std::int64_t n = t.numel();
@@ -235,6 +285,13 @@ void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
 }
 
 Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
+  if (on_gpu(t)) {
+    check_root(*impl_, root);
+    auto c = device_collective(*impl_, "broadcast", CollectiveKind::broadcast, t, -1, root);
+    Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+    detail::push_device_collective(impl_, c, t, out, loc);
+    return out;
+  }
   engine_of(t, "broadcast");
   Tensor out = copy_on_comm_stream(t, "broadcast_copy", loc);
   broadcast_(out, root, loc);
@@ -242,10 +299,17 @@ Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
 }
 
 Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
-  Engine& e = engine_of(t, "all_gather");
+  if (!t.defined()) throw UndefinedTensorError("all_gather: use of an undefined tensor");
   Shape shape;
   shape.push_back(impl_->size);
   for (auto d : t.shape()) shape.push_back(d);
+  if (on_gpu(t)) {
+    auto c = device_collective(*impl_, "all_gather", CollectiveKind::all_gather, t, -1, -1);
+    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+    detail::push_device_collective(impl_, c, t, out, loc);
+    return out;
+  }
+  Engine& e = engine_of(t, "all_gather");
   const CollectiveId what = impl_->begin(CollectiveKind::all_gather, t.numel(), t.dtype());
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());
   auto impl = impl_;
@@ -272,7 +336,7 @@ Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
 }
 
 Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
-  Engine& e = engine_of(t, "reduce_scatter");
+  if (!t.defined()) throw UndefinedTensorError("reduce_scatter: use of an undefined tensor");
   check_reduce("reduce_scatter", t, op);
   if (t.ndim() == 0 || t.shape()[0] % impl_->size != 0)
     throw ShapeError("reduce_scatter: the first axis of " + t.shape().str() + " must split evenly over " +
@@ -280,6 +344,13 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
   Shape shape;
   shape.push_back(t.shape()[0] / impl_->size);
   for (int i = 1; i < t.ndim(); ++i) shape.push_back(t.shape()[i]);
+  if (on_gpu(t)) {
+    auto c = device_collective(*impl_, "reduce_scatter", CollectiveKind::reduce_scatter, t, static_cast<int>(op), -1);
+    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+    detail::push_device_collective(impl_, c, t, out, loc);
+    return out;
+  }
+  Engine& e = engine_of(t, "reduce_scatter");
   const CollectiveId what =
       impl_->begin(CollectiveKind::reduce_scatter, t.numel(), t.dtype(), static_cast<int>(op));
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());
@@ -371,6 +442,10 @@ Engine& check_per_device(const std::vector<Tensor>& ts, ReduceOp op) {
   for (std::size_t i = 0; i < ts.size(); ++i) {
     const Tensor& t = ts[i];
     const std::string which = "all_reduce_: tensor " + std::to_string(i);
+    if (on_gpu(t))
+      throw DeviceError(which + " is on " + t.device().str() +
+                        ": the several-device form reduces host tensors only (one GPU per rank: call "
+                        "all_reduce_ on its tensor)");
     engine_of(t, name);  // defined, of the current engine (so e), on a cpu device
     for (std::size_t j = 0; j < i; ++j)
       if (ts[j].device() == t.device())

@@ -16,6 +16,7 @@ const char* collective_kind_name(CollectiveKind k) {
     case CollectiveKind::reduce_scatter: return "reduce_scatter";
     case CollectiveKind::barrier: return "barrier";
     case CollectiveKind::split: return "split";
+    case CollectiveKind::nccl_init: return "nccl_init";
   }
   return "?";
 }

@@ -18,7 +18,15 @@
 
 namespace tide::detail {
 
-enum class CollectiveKind : std::uint8_t { all_reduce, broadcast, all_gather, reduce_scatter, barrier, split };
+enum class CollectiveKind : std::uint8_t {
+  all_reduce,
+  broadcast,
+  all_gather,
+  reduce_scatter,
+  barrier,
+  split,
+  nccl_init,  // the host side of creating a communicator's NCCL communicator for one GPU
+};
 const char* collective_kind_name(CollectiveKind k);
 
 /// The part of a collective every rank must agree on, as three words.

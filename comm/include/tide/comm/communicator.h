@@ -28,6 +28,21 @@
 // failure in one breaks it and the communicators it was split from (up to
 // the world), since the pending MPI call cannot be cancelled.
 //
+// CUDA tensors (all_reduce, broadcast, all_gather, reduce_scatter, in place
+// and out of place) go through NCCL instead, as an op on the comm stream of
+// the tensor's GPU: the engine orders it after the inputs' producers on that
+// GPU with events, and compute streams keep running while it is in flight.
+// Each communicator makes one NCCL communicator per GPU at the first
+// collective there (rank 0's ncclUniqueId is broadcast over MPI; the
+// frontend waits for this once). Every rank must use the same GPU index for
+// a given collective (tide::Runtime::device() gives each rank of a node its
+// own). A wait past TIDE_COMM_TIMEOUT aborts the NCCL communicator and fails
+// with the collective's name, number, size and peer count. NCCL collectives
+// are numbered apart from the host ones and are not in the desync check;
+// barrier() orders host collectives only; the several-devices form of
+// all_reduce_ takes host tensors only. Without NCCL in the build, a CUDA
+// tensor gets tide::DeviceError.
+//
 // Thread safety: like every op, call from the engine's frontend thread.
 #pragma once
 
@@ -89,6 +104,8 @@ class Communicator {
   /// Why it is broken (the first failure, or a desync that explains it);
   /// empty while it is not.
   std::string failure() const;
+  /// Whether this build runs collectives on CUDA tensors (NCCL was found).
+  static bool nccl_built();
 
   /// In place: t = op over ranks of t. avg needs a floating dtype.
   void all_reduce_(Tensor& t, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());

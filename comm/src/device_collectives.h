@@ -1,0 +1,36 @@
+// Collectives on CUDA tensors: NCCL on the tensor's GPU, run by that GPU's
+// comm stream. Internal to comm/; communicator.cc checks the arguments and
+// calls in here. Without NCCL in the build (no CUDA, or no libnccl found)
+// every entry point throws tide::DeviceError before anything is queued.
+#pragma once
+
+#include <memory>
+
+#include "comm_impl.h"
+
+namespace tide::detail {
+
+/// One collective on a CUDA tensor: what it is (kind, count, dtype, op,
+/// root; `what.seq` from Impl::next_device_seq) and the reduction.
+struct DeviceCollective {
+  CollectiveId what;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+};
+
+/// Frontend: pushes `c` as an op on the comm stream of `in`'s GPU, reading
+/// `in` and writing `out` (the same tensor for an in-place call). `out` is
+/// on the same GPU and sized for the collective (checked by the caller).
+/// At the first collective on that GPU, first makes the communicator's NCCL
+/// communicator for it: rank 0's ncclUniqueId goes to every rank over MPI
+/// on the comm thread (timed like any host collective), then
+/// ncclCommInitRankConfig (non-blocking, polled against the timeout). The
+/// frontend waits for that once (a counted blocker); a failure throws
+/// BackendError there and breaks the communicator.
+void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+                            const Tensor& in, const Tensor& out, Loc loc);
+
+/// Whether this build can run collectives on CUDA tensors.
+bool nccl_built();
+
+}  // namespace tide::detail

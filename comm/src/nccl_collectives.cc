@@ -1,0 +1,264 @@
+// Collectives on CUDA tensors through NCCL (see device_collectives.h).
+//
+// Each communicator gets one NCCL communicator per GPU it is used on, made
+// at the first collective there. A collective is an op on the GPU's comm
+// stream: its kernel enqueues the NCCL call on that cudaStream_t (after the
+// engine has made the stream wait for the inputs' producers with events),
+// then waits for it to finish, polling an event and NCCL's async error
+// against TIDE_COMM_TIMEOUT. So a collective some rank never joins fails
+// with its name, sequence number, size and peer count, and the NCCL
+// communicator is aborted (which ends its kernels), instead of hanging the
+// stream. The wait occupies only the comm stream's worker: compute streams
+// keep launching. The cost is a host round trip between two collectives on
+// one GPU.
+#include "device_collectives.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include <tide/core/cuda_check.h>
+#include <tide/core/engine.h>
+
+#include "push_comm.h"
+
+namespace tide::detail {
+
+struct NcclComm {
+  int device = 0;
+  double timeout_s = 30.0;
+  ncclComm_t comm = nullptr;    // set by the init op, before the frontend sees this
+  cudaEvent_t done = nullptr;   // recorded after each collective; its kernel polls it
+  std::atomic<bool> aborted{false};
+
+  NcclComm() = default;
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  /// Ends the communicator's kernels and frees it; later calls do nothing.
+  void abort() noexcept {
+    if (comm && !aborted.exchange(true)) ncclCommAbort(comm);
+  }
+
+  ~NcclComm() {
+    int prev = 0;
+    const bool have_prev = cudaGetDevice(&prev) == cudaSuccess;
+    cudaSetDevice(device);
+    if (done) cudaEventDestroy(done);
+    if (comm && !aborted.load()) {
+      // Finalize flushes the communicator's work; on a non-blocking one it
+      // may be in progress. Bounded: a peer that is gone makes it abort.
+      ncclResult_t r = ncclCommFinalize(comm);
+      ncclResult_t state = r;
+      Poller poller(timeout_s);
+      while (r == ncclSuccess || r == ncclInProgress) {
+        if (ncclCommGetAsyncError(comm, &state) != ncclSuccess || state != ncclInProgress) break;
+        if (!poller.next()) break;
+      }
+      if (r == ncclSuccess && state == ncclSuccess)
+        ncclCommDestroy(comm);
+      else
+        ncclCommAbort(comm);
+    }
+    if (have_prev) cudaSetDevice(prev);
+  }
+};
+
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f32: return ncclFloat32;
+    case DType::f64: return ncclFloat64;
+    case DType::i32: break;
+  }
+  return ncclInt32;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::avg: return ncclAvg;
+    case ReduceOp::max: return ncclMax;
+    case ReduceOp::min: return ncclMin;
+  }
+  return ncclSum;
+}
+
+/// "all_reduce #3 (1000 x f32, sum, 2 ranks) on cuda:0 (NCCL)".
+std::string name_of(const Communicator::Impl& impl, const CollectiveId& what, int device) {
+  return what.str(impl.peers()) + " on cuda:" + std::to_string(device) + " (NCCL)";
+}
+
+std::string nccl_text(ncclResult_t r, ncclComm_t comm) {
+  std::string s = ncclGetErrorString(r);
+  if (const char* last = ncclGetLastError(comm); last && *last) s += std::string(" (") + last + ")";
+  return s;
+}
+
+/// A failed NCCL call or async error: aborts the NCCL communicator and
+/// breaks the communicator (throws CommError).
+[[noreturn]] void nccl_failed(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what, const char* call,
+                              ncclResult_t r) {
+  std::string text = nccl_text(r, nc.comm);
+  nc.abort();
+  impl.fail(name_of(impl, what, nc.device) + ": " + call + " failed on rank " + std::to_string(impl.rank) + ": " +
+            text);
+}
+
+/// Waits until a non-blocking communicator is no longer in progress:
+/// ncclSuccess, an error, or ncclInProgress past the deadline.
+ncclResult_t settle(ncclComm_t comm, Poller& poller) {
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    if (ncclResult_t r = ncclCommGetAsyncError(comm, &state); r != ncclSuccess) return r;
+    if (state != ncclInProgress) return state;
+    if (!poller.next()) return ncclInProgress;
+  }
+}
+
+[[noreturn]] void nccl_timed_out(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what,
+                                 const char* during) {
+  nc.abort();
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", impl.options.timeout_s);
+  impl.fail(name_of(impl, what, nc.device) + ": " + during + " not done after " + secs +
+            " s (TIDE_COMM_TIMEOUT) on rank " + std::to_string(impl.rank) +
+            ": a rank did not join it, pushed another collective, or is stuck; the NCCL communicator was aborted");
+}
+
+/// The init op's body, on cpu:0's comm thread.
+void init_nccl(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what) {
+  impl.running(what);
+  impl.check_usable();
+  struct {
+    ncclUniqueId id;
+    char error[120];
+  } msg{};
+  if (impl.rank == 0) {
+    if (ncclResult_t r = ncclGetUniqueId(&msg.id); r != ncclSuccess)
+      std::snprintf(msg.error, sizeof msg.error, "%s", ncclGetErrorString(r));
+  }
+  if (impl.mpi && impl.size > 1) {
+    void* data = &msg;
+    const int bytes = static_cast<int>(sizeof msg);
+    impl.collective(
+        what, sizeof msg,
+        [&](MPI_Request* req) { return MPI_Ibcast(data, bytes, MPI_BYTE, 0, impl.comm, req); },
+        [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, impl.comm); });
+  }
+  liveness_leave();
+  const std::string name = what.str(impl.peers()) + " for cuda:" + std::to_string(nc.device);
+  if (msg.error[0]) impl.fail(name + ": rank 0 could not make an NCCL id: " + msg.error);
+
+  // NCCL binds a communicator to the calling thread's current GPU.
+  use_cuda_device(nc.device);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // so that a stuck init can be timed out and aborted
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, impl.size, msg.id, impl.rank, &config);
+  if ((r == ncclSuccess || r == ncclInProgress) && comm) {
+    Poller poller(impl.options.timeout_s);
+    r = settle(comm, poller);
+  }
+  if (r != ncclSuccess) {
+    const std::string text = r == ncclInProgress ? "not done after the timeout (TIDE_COMM_TIMEOUT)" : nccl_text(r, comm);
+    if (comm) ncclCommAbort(comm);
+    impl.fail(name + ": ncclCommInitRankConfig failed on rank " + std::to_string(impl.rank) + ": " + text);
+  }
+  if (cudaError_t e = cudaEventCreateWithFlags(&nc.done, cudaEventDisableTiming); e != cudaSuccess) {
+    ncclCommAbort(comm);
+    impl.fail(name + ": " + cuda_error_message(e, "cudaEventCreateWithFlags", __FILE__, __LINE__));
+  }
+  nc.comm = comm;
+}
+
+/// The collective op's body, on the GPU's comm stream worker.
+void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollective& c, const OpContext& ctx) {
+  impl.check_usable();
+  const CollectiveId& what = c.what;
+  const std::size_t n = static_cast<std::size_t>(what.count);
+  const ncclDataType_t type = nccl_type(what.dtype);
+  const void* in = ctx.reads[0]->data();
+  void* out = ctx.writes[0]->data();
+  auto stream = static_cast<cudaStream_t>(ctx.native_stream);
+  const char* call = "";
+  ncclResult_t r = ncclSuccess;
+  // Every rank has the same count, so all of them skip an empty collective.
+  switch (what.kind) {
+    case CollectiveKind::all_reduce:
+      call = "ncclAllReduce";
+      if (n) r = ncclAllReduce(in, out, n, type, nccl_op(c.op), nc.comm, stream);
+      break;
+    case CollectiveKind::broadcast:
+      call = "ncclBroadcast";
+      if (n) r = ncclBroadcast(in, out, n, type, c.root, nc.comm, stream);
+      break;
+    case CollectiveKind::all_gather:
+      call = "ncclAllGather";
+      if (n) r = ncclAllGather(in, out, n, type, nc.comm, stream);
+      break;
+    case CollectiveKind::reduce_scatter:
+      call = "ncclReduceScatter";
+      if (n) r = ncclReduceScatter(in, out, n / static_cast<std::size_t>(impl.size), type, nccl_op(c.op), nc.comm,
+                                   stream);
+      break;
+    default:
+      throw UsageError(std::string("no NCCL collective for ") + collective_kind_name(what.kind));
+  }
+  Poller poller(impl.options.timeout_s);
+  if (r == ncclInProgress) r = settle(nc.comm, poller);
+  if (r == ncclInProgress) nccl_timed_out(impl, nc, what, call);
+  if (r != ncclSuccess) nccl_failed(impl, nc, what, call, r);
+  if (!n) return;
+
+  TIDE_CUDA_CHECK(cudaEventRecord(nc.done, stream));
+  for (;;) {
+    const cudaError_t q = cudaEventQuery(nc.done);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) TIDE_CUDA_CHECK(q);
+    if (poller.periodic()) {
+      ncclResult_t state = ncclSuccess;
+      if (ncclResult_t g = ncclCommGetAsyncError(nc.comm, &state); g != ncclSuccess) state = g;
+      if (state != ncclSuccess && state != ncclInProgress) nccl_failed(impl, nc, what, "an asynchronous NCCL error", state);
+    }
+    if (!poller.next()) nccl_timed_out(impl, nc, what, call);
+  }
+}
+
+}  // namespace
+
+bool nccl_built() { return true; }
+
+void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+                            const Tensor& in, const Tensor& out, Loc loc) {
+  Engine& e = in.engine();
+  const int device = in.device().index;
+  if (impl->nccl.size() <= static_cast<std::size_t>(device)) impl->nccl.resize(static_cast<std::size_t>(device) + 1);
+  std::shared_ptr<NcclComm>& slot = impl->nccl[static_cast<std::size_t>(device)];
+  if (!slot) {
+    impl->check_usable();
+    auto nc = std::make_shared<NcclComm>();
+    nc->device = device;
+    nc->timeout_s = impl->options.timeout_s;
+    const CollectiveId what = impl->begin(CollectiveKind::nccl_init);
+    auto token = e.allocate(cpu(0), 1);
+    push_comm(e, "nccl_init", {}, {token}, loc, [impl, nc, what](const OpContext&) { init_nccl(*impl, *nc, what); });
+    e.wait_for(*token, "nccl_init", loc);
+    slot = std::move(nc);
+  }
+  OpDesc op;
+  op.name = collective_kind_name(c.what.kind);
+  op.device = in.device();
+  op.stream = static_cast<int>(StreamKind::comm);
+  op.reads = {in.storage()};
+  op.writes = {out.storage()};
+  op.loc = loc;
+  op.fn = [impl, nc = slot, c](const OpContext& ctx) { run_collective(*impl, *nc, c, ctx); };
+  e.push(std::move(op));
+}
+
+}  // namespace tide::detail

@@ -1,0 +1,15 @@
+// A build without NCCL (no CUDA, or no libnccl found at configure time):
+// collectives on CUDA tensors are refused before anything is queued.
+#include "device_collectives.h"
+
+namespace tide::detail {
+
+bool nccl_built() { return false; }
+
+void push_device_collective(const std::shared_ptr<Communicator::Impl>&, const DeviceCollective& c, const Tensor& in,
+                            const Tensor&, Loc) {
+  throw DeviceError(std::string(collective_kind_name(c.what.kind)) + ": a tensor on " + in.device().str() +
+                    " needs NCCL, and this build of tide has none (built without CUDA, or libnccl was not found)");
+}
+
+}  // namespace tide::detail

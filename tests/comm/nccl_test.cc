@@ -1,0 +1,179 @@
+// Collectives on CUDA tensors (NCCL), in the style of the host collective
+// tests: rank r contributes values derived from r, so every expected result
+// is exact. They need one GPU per rank of a node and skip otherwise (with
+// the reason), the same way on every rank so that collectives still pair.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "../gpu_test_util.h"
+#include "mpi_test.h"
+
+namespace tide::test {
+namespace {
+
+#define TIDE_REQUIRE_NCCL()                                                                               \
+  do {                                                                                                    \
+    TIDE_REQUIRE_GPU();                                                                                   \
+    if (!Communicator::nccl_built()) GTEST_SKIP() << "tide was built without NCCL (libnccl not found)"; \
+    if (rt().local_size() > cuda_device_count())                                                          \
+      GTEST_SKIP() << rt().local_size() << " ranks share this node's " << cuda_device_count()             \
+                   << " GPU(s): NCCL needs one GPU per rank";                                             \
+    ASSERT_TRUE(rt().device().is_cuda()) << "the runtime gave this rank " << rt().device().str();        \
+  } while (0)
+
+template <typename T>
+std::vector<T> contribution(int rank, std::int64_t n) {
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) v[static_cast<std::size_t>(j)] = static_cast<T>((rank + 1) * (j % 7 + 1));
+  return v;
+}
+
+template <typename T>
+T expected_reduce(ReduceOp op, int size, std::int64_t j) {
+  const double unit = static_cast<double>(j % 7 + 1);
+  const double sum_ranks = size * (size + 1) / 2.0;
+  switch (op) {
+    case ReduceOp::sum: return static_cast<T>(sum_ranks * unit);
+    case ReduceOp::avg: return static_cast<T>(sum_ranks / size * unit);
+    case ReduceOp::max: return static_cast<T>(size * unit);
+    case ReduceOp::min: return static_cast<T>(unit);
+  }
+  return T{};
+}
+
+const std::int64_t kCounts[] = {0, 1, 1001, 1 << 20};
+
+Tensor on_gpu(const Tensor& host) { return copy_to(host, rt().device()); }
+
+template <typename T>
+void check_all_reduce(ReduceOp op) {
+  const int r = world().rank(), p = world().size();
+  for (std::int64_t n : kCounts) {
+    for (bool in_place : {true, false}) {
+      Tensor t = on_gpu(from_vector(contribution<T>(r, n)));
+      Tensor out = t;
+      if (in_place) {
+        world().all_reduce_(out, op);
+      } else {
+        out = world().all_reduce(t, op);
+      }
+      EXPECT_EQ(out.device(), rt().device());
+      std::vector<T> got = out.to_vector<T>();
+      std::int64_t wrong = 0;
+      for (std::int64_t j = 0; j < n; ++j)
+        if (got[static_cast<std::size_t>(j)] != expected_reduce<T>(op, p, j)) ++wrong;
+      EXPECT_EQ(wrong, 0) << reduce_op_name(op) << " n=" << n << (in_place ? " in place" : " out of place");
+      if (!in_place) {
+        EXPECT_EQ(t.to_vector<T>(), contribution<T>(r, n)) << "the input must be left alone";
+      }
+    }
+  }
+}
+
+TEST(NcclCollectives, AllReduceF32) {
+  TIDE_REQUIRE_NCCL();
+  for (auto op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) check_all_reduce<float>(op);
+}
+TEST(NcclCollectives, AllReduceF64) {
+  TIDE_REQUIRE_NCCL();
+  for (auto op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) check_all_reduce<double>(op);
+}
+TEST(NcclCollectives, AllReduceI32) {
+  TIDE_REQUIRE_NCCL();
+  for (auto op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) check_all_reduce<std::int32_t>(op);
+}
+
+TEST(NcclCollectives, BroadcastFromEveryRoot) {
+  TIDE_REQUIRE_NCCL();
+  const int r = world().rank(), p = world().size();
+  for (int root = 0; root < p; ++root) {
+    for (std::int64_t n : kCounts) {
+      Tensor t = on_gpu(from_vector(contribution<float>(r, n)));
+      Tensor copy = world().broadcast(t, root);
+      world().broadcast_(t, root);
+      EXPECT_EQ(t.to_vector<float>(), contribution<float>(root, n)) << "root " << root << " n=" << n;
+      EXPECT_EQ(copy.to_vector<float>(), contribution<float>(root, n)) << "root " << root << " n=" << n;
+    }
+  }
+}
+
+TEST(NcclCollectives, AllGatherStacksRanksInOrder) {
+  TIDE_REQUIRE_NCCL();
+  const int r = world().rank(), p = world().size();
+  for (std::int64_t n : kCounts) {
+    Tensor t = on_gpu(from_vector(contribution<std::int32_t>(r, n)));
+    Tensor all = world().all_gather(t);
+    EXPECT_EQ(all.shape(), (Shape{p, n}));
+    std::vector<std::int32_t> want;
+    for (int q = 0; q < p; ++q) {
+      auto c = contribution<std::int32_t>(q, n);
+      want.insert(want.end(), c.begin(), c.end());
+    }
+    EXPECT_EQ(all.to_vector<std::int32_t>(), want) << "n=" << n;
+  }
+}
+
+TEST(NcclCollectives, ReduceScatterGivesEachRankItsBlock) {
+  TIDE_REQUIRE_NCCL();
+  const int r = world().rank(), p = world().size();
+  for (std::int64_t block : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001}}) {
+    Tensor t = on_gpu(from_vector(contribution<double>(r, block * p)));
+    Tensor mine = world().reduce_scatter(t, ReduceOp::sum);
+    EXPECT_EQ(mine.shape(), (Shape{block}));
+    std::vector<double> got = mine.to_vector<double>();
+    std::int64_t wrong = 0;
+    for (std::int64_t j = 0; j < block; ++j)
+      if (got[static_cast<std::size_t>(j)] != expected_reduce<double>(ReduceOp::sum, p, r * block + j)) ++wrong;
+    EXPECT_EQ(wrong, 0) << "block " << block;
+  }
+}
+
+// RAW: the all-reduce (comm stream) sees the compute stream's write; WAR: a
+// write pushed after it does not change what it reduces.
+TEST(NcclCollectives, OrdersAgainstTheComputeStream) {
+  TIDE_REQUIRE_NCCL();
+  const int p = world().size();
+  const std::int64_t n = 1 << 20;
+  Tensor t = full({n}, 1.0, {DType::f32, rt().device()});
+  add_(t, 2.0);                // compute stream: 3 everywhere
+  world().all_reduce_(t);      // comm stream: 3p
+  Tensor seen = mul(t, 1.0);   // compute stream, after the reduce (RAW)
+  mul_(t, 0.0);                // compute stream, after the reduce has read t (WAR)
+  add_(t, -1.0);
+  std::vector<float> got = seen.to_vector<float>();
+  std::int64_t wrong = 0;
+  for (float v : got)
+    if (v != 3.0f * static_cast<float>(p)) ++wrong;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(t.to_vector<float>(), std::vector<float>(static_cast<std::size_t>(n), -1.0f));
+}
+
+TEST(NcclCollectives, BadInputIsRefusedBeforeAnythingIsQueued) {
+  TIDE_REQUIRE_NCCL();
+  Tensor i = full({4}, 1.0, {DType::i32, rt().device()});
+  Tensor f = full({static_cast<std::int64_t>(world().size()) + 1}, 1.0, {DType::f32, rt().device()});
+  rt().wait_all();
+  const auto pushed = rt().stats().ops_pushed;
+  EXPECT_THROW(world().all_reduce_(i, ReduceOp::avg), DTypeError);
+  EXPECT_THROW(world().broadcast_(f, world().size()), ValueError);
+  if (world().size() > 1) {
+    EXPECT_THROW(world().reduce_scatter(f), ShapeError);
+  }
+  std::vector<Tensor> two = {f, full({f.numel()}, 1.0, {DType::f32, cpu(0)})};
+  EXPECT_THROW(world().all_reduce_(two), DeviceError);
+  EXPECT_EQ(rt().stats().ops_pushed, pushed + 1) << "only the cpu tensor's fill";
+}
+
+TEST(NcclCollectives, BuildHasNcclWhereExpected) {
+#ifdef TIDE_TEST_EXPECT_NCCL
+  EXPECT_TRUE(Communicator::nccl_built()) << "CMake found NCCL, so the build must run CUDA collectives with it";
+#else
+  EXPECT_FALSE(Communicator::nccl_built()) << "CMake found no NCCL, yet the build claims it";
+#endif
+}
+
+}  // namespace
+}  // namespace tide::test
