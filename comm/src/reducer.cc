@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include <tide/core/copy.h>
 #include <tide/core/engine.h>
 
 #include "push_comm.h"
@@ -27,7 +28,26 @@ struct Slice {
   std::size_t nbytes = 0;
 };
 
-using detail::push_comm;
+/// Pack and unpack run on the comm stream of the gradients' GPU, in order
+/// with the NCCL all-reduce between them; host gradients use cpu:0's (the
+/// comm thread), like the MPI all-reduce.
+template <typename Fn>
+void push_bucket_op(Engine& e, Device device, const char* name, StorageList reads, StorageList writes, Loc loc,
+                    Fn fn) {
+  if (!device.is_cuda()) {
+    detail::push_comm(e, name, std::move(reads), std::move(writes), loc, std::move(fn));
+    return;
+  }
+  OpDesc op;
+  op.name = name;
+  op.device = device;
+  op.stream = static_cast<int>(StreamKind::comm);
+  op.reads = std::move(reads);
+  op.writes = std::move(writes);
+  op.loc = loc;
+  op.fn = std::move(fn);
+  e.push(std::move(op));
+}
 
 // Layout fingerprint fields, compared across ranks.
 enum Field { kParams, kBuckets, kDType, kHashLo, kHashHi, kCapKiB, kFields };
@@ -55,9 +75,9 @@ GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& 
                        dtype_name(dtype_) + " on " + device_.str() +
                        "; every parameter must share one dtype and device");
     }
-    if (!device_.is_cpu())
+    if (device_.is_cuda() && !Communicator::nccl_built())
       throw DeviceError("GradientReducer: parameters on " + device_.str() +
-                        " need the NCCL path, which is not built yet; keep them on a cpu device");
+                        " need NCCL, and this build of tide has none; keep them on a cpu device");
     shapes_.push_back(p.shape());
   }
 
@@ -189,13 +209,13 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
       slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
     }
     if (chained) reads.add(flat_[ub].storage());
-    push_comm(e, "bucket_pack", std::move(reads), {flat_[ub].storage()}, loc,
-              [slices, count = static_cast<int>(last - first)](const OpContext& c) {
-                char* flat = static_cast<char*>(c.writes[0]->data());
-                for (int k = 0; k < count; ++k)
-                  std::memcpy(flat + slices[static_cast<std::size_t>(k)].offset_bytes, c.reads[k]->data(),
-                              slices[static_cast<std::size_t>(k)].nbytes);
-              });
+    push_bucket_op(e, device_, "bucket_pack", std::move(reads), {flat_[ub].storage()}, loc,
+                   [slices, count = static_cast<int>(last - first), d = device_](const OpContext& c) {
+                     char* flat = static_cast<char*>(c.writes[0]->data());
+                     for (int k = 0; k < count; ++k)
+                       copy_bytes(c, d, flat + slices[static_cast<std::size_t>(k)].offset_bytes, d,
+                                  c.reads[k]->data(), slices[static_cast<std::size_t>(k)].nbytes);
+                   });
     first = last;
   }
   comm_.all_reduce_(flat_[ub], options_.op, loc);
@@ -208,13 +228,13 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
       writes.add(reduced_[ui].storage());
       slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
     }
-    push_comm(e, "bucket_unpack", {flat_[ub].storage()}, std::move(writes), loc,
-              [slices, count = static_cast<int>(last - first)](const OpContext& c) {
-                const char* flat = static_cast<const char*>(c.reads[0]->data());
-                for (int k = 0; k < count; ++k)
-                  std::memcpy(c.writes[k]->data(), flat + slices[static_cast<std::size_t>(k)].offset_bytes,
-                              slices[static_cast<std::size_t>(k)].nbytes);
-              });
+    push_bucket_op(e, device_, "bucket_unpack", {flat_[ub].storage()}, std::move(writes), loc,
+                   [slices, count = static_cast<int>(last - first), d = device_](const OpContext& c) {
+                     const char* flat = static_cast<const char*>(c.reads[0]->data());
+                     for (int k = 0; k < count; ++k)
+                       copy_bytes(c, d, c.writes[k]->data(), d, flat + slices[static_cast<std::size_t>(k)].offset_bytes,
+                                  slices[static_cast<std::size_t>(k)].nbytes);
+                   });
   }
   pushed_[ub] = true;
 }

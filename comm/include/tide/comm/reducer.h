@@ -9,7 +9,9 @@
 // backward produces gradients. A bucket of one gradient is reduced in place;
 // a bucket of several is packed into one flat buffer, reduced, and unpacked
 // into per-parameter tensors; pack, all-reduce and unpack all run on the comm
-// stream, so the compute stream never waits for communication.
+// stream, so the compute stream never waits for communication. Host
+// parameters use cpu:0's comm stream and MPI; parameters on a GPU use that
+// GPU's comm stream and NCCL (pack and unpack are device-to-device copies).
 //
 // Thread safety: like every op, call from the engine's frontend thread.
 #pragma once
