@@ -11,6 +11,8 @@
 #include "../gpu_test_util.h"
 #include "mpi_test.h"
 
+#include <tide/comm/reducer.h>
+
 namespace tide::test {
 namespace {
 
@@ -165,6 +167,35 @@ TEST(NcclCollectives, BadInputIsRefusedBeforeAnythingIsQueued) {
   std::vector<Tensor> two = {f, full({f.numel()}, 1.0, {DType::f32, cpu(0)})};
   EXPECT_THROW(world().all_reduce_(two), DeviceError);
   EXPECT_EQ(rt().stats().ops_pushed, pushed + 1) << "only the cpu tensor's fill";
+}
+
+// The reducer on GPU parameters: buckets of several gradients are packed,
+// reduced and unpacked on the GPU's comm stream.
+TEST(NcclCollectives, ReducerAveragesGradientsOnTheGpu) {
+  TIDE_REQUIRE_NCCL();
+  const int rank = world().rank(), size = world().size();
+  const std::vector<std::int64_t> sizes = {7, 1, 33, 20, 5, 64};
+  for (double cap : {25.0, 100.0 / (1 << 20)}) {  // one bucket; a bucket per gradient or two
+    std::vector<Tensor> p;
+    for (auto n : sizes) p.push_back(zeros({n}, {DType::f32, rt().device()}));
+    GradientReducer r(world(), p, {.bucket_mb = cap});
+    for (int step = 0; step < 2; ++step) {
+      for (int i = static_cast<int>(p.size()) - 1; i >= 0; --i) {
+        std::vector<float> g(static_cast<std::size_t>(sizes[static_cast<std::size_t>(i)]));
+        for (std::size_t j = 0; j < g.size(); ++j) g[j] = static_cast<float>((rank + 1) * (i + 1) * (step + 1) + j);
+        r.push_gradient(i, on_gpu(from_vector(g)));
+      }
+      for (int i = 0; i < static_cast<int>(p.size()); ++i) {
+        EXPECT_EQ(r.reduced(i).device(), rt().device());
+        std::vector<float> got = r.reduced(i).to_vector<float>();
+        for (std::size_t j = 0; j < got.size(); ++j) {
+          const double want = (size + 1) / 2.0 * (i + 1) * (step + 1) + static_cast<double>(j);
+          ASSERT_EQ(got[j], static_cast<float>(want)) << "param " << i << " element " << j << " " << r.describe();
+        }
+      }
+      r.finish_step();
+    }
+  }
 }
 
 TEST(NcclCollectives, BuildHasNcclWhereExpected) {
