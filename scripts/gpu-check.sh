@@ -25,17 +25,18 @@ bundle)
   fi
   rm -rf "$bundle"
   mkdir -p "$bundle/bin" "$bundle/lib"
-  for exe in tests/tide_core_tests tests/tide_ops_tests examples/async_basics examples/bench_launch; do
+  for exe in tests/tide_core_tests tests/tide_ops_tests tests/tide_comm_tests examples/async_basics examples/bench_launch; do
     cp "$root/build-gpu/$exe" "$bundle/bin/"
     strip "$bundle/bin/$(basename "$exe")"
   done
   # Libraries the GPU machine lacks: everything but glibc, the CUDA driver and
-  # the CUDA toolkit's own (found there under /usr/local/cuda).
+  # the CUDA toolkit's own (found there under /usr/local/cuda, or in PyTorch's
+  # wheels: NCCL alone is over 200 MB).
   for exe in "$bundle"/bin/*; do
     ldd "$exe" | awk '/=> \//{print $3}'
   done | sort -u | while read -r lib; do
     case "$(basename "$lib")" in
-      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libcuda.so*|libcudart*|libcublas*) ;;
+      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libcuda.so*|libcudart*|libcublas*|libnccl*) ;;
       *) cp -L "$lib" "$bundle/lib/" ;;
     esac
   done
@@ -67,7 +68,10 @@ PY
     >"$out/gpu_core_tests.log" 2>&1 || status=1
   "$bundle/bin/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' --gtest_output="json:$out/gpu_ops_tests.json" \
     >"$out/gpu_ops_tests.log" 2>&1 || status=1
-  tail -3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log"
+  # NCCL collectives and the reducer on cuda:0, in a one-rank world (no mpirun).
+  "$bundle/bin/tide_comm_tests" --gtest_filter='Nccl*' --gtest_output="json:$out/gpu_comm_tests.json" \
+    >"$out/gpu_comm_tests.log" 2>&1 || status=1
+  tail -3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log" "$out/gpu_comm_tests.log"
   # Benchmarks, side by side: tide and PyTorch on the same GPU.
   "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" | tee "$out/async_basics_cuda.txt" || status=1
   python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" >/dev/null || status=1
