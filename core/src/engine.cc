@@ -163,10 +163,12 @@ std::shared_ptr<const OpProvenance> make_provenance(const OpDesc& op, std::strin
 }  // namespace
 
 void Engine::record_device_failure(const OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                                   std::uint64_t push_index, const std::string& what) {
+                                   std::uint64_t push_index, const std::string& what, bool at_completion) {
   auto prov = make_provenance(op, stream_name(stream_index), step, seq,
-                              what + " (seen when this op completed on the GPU; the fault may come from it or "
-                                     "from earlier work on the device)");
+                              what + (at_completion ? " (seen when this op completed on the GPU; the fault may come "
+                                                      "from it or from earlier work on the device)"
+                                                    : " (when this op was launched; the device's streams are not "
+                                                      "usable after it)"));
   counters_->failed.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(counters_->mutex);
   auto& slot = counters_->device_failures[static_cast<std::size_t>(stream_index / kStreamKinds)];
@@ -181,7 +183,11 @@ void Engine::rethrow_device_failure(Device d) {
   std::shared_ptr<const OpProvenance> p;
   {
     std::lock_guard<std::mutex> lock(counters_->mutex);
-    p = counters_->device_failures[static_cast<std::size_t>(device_slot(d))];
+    auto& failures = counters_->device_failures;
+    p = failures[static_cast<std::size_t>(device_slot(d))];
+    // A faulted GPU's results may have reached this device (a peer copy, a
+    // host op after a completed event) without any poison to mark them.
+    for (std::size_t i = 0; !p && i < failures.size(); ++i) p = failures[i];
     if (p) std::erase_if(counters_->errors, [&](const Counters::RecordedError& e) { return e.prov == p; });
   }
   if (p) throw BackendError(p);

@@ -265,8 +265,8 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
             cancelling_.load(std::memory_order_acquire), skip_reason);
   }
 
-  void async_failure(QueuedOp& op, int stream_index, const std::string& what) override {
-    record_device_failure(op.desc, stream_index, op.seq, op.step, op.push_index, what);
+  void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) override {
+    record_device_failure(op.desc, stream_index, op.seq, op.step, op.push_index, what, at_completion);
   }
 
   void completed() override {

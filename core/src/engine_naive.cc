@@ -1,6 +1,7 @@
 // The naive engine: runs every op at once on the frontend thread. Same
 // interface and error semantics as the async engine; the reference for
 // differential tests and a debugging aid (TIDE_ENGINE=naive).
+#include <optional>
 #include <vector>
 
 #include "engine_internal.h"
@@ -18,22 +19,19 @@ class NaiveEngine final : public Engine {
   explicit NaiveEngine(const EngineOptions& options)
       : Engine(options), seqs_(devices_.size() * kStreamKinds, 0), natives_(seqs_.size(), nullptr) {
 #ifdef TIDE_HAVE_CUDA
-    // GPU ops launch on streams of their own and are waited for one by one:
-    // the synchronous reference, with faults pinned on the op that made them.
+    // GPU ops launch on the process's shared naive streams and are waited
+    // for one by one: the synchronous reference, with faults pinned on the
+    // op that made them. The streams (and the cuBLAS handles the frontend
+    // thread binds to them) outlive the engine, so making many naive engines
+    // makes no new handles or workspaces.
     cuda_sync_after_op_ = true;
-    try {
-      for (std::size_t i = 0; i < natives_.size(); ++i) {
-        const Device d = devices_[i / kStreamKinds];
-        if (d.is_cuda()) natives_[i] = cuda_backend::create_stream(d.index, static_cast<StreamKind>(i % kStreamKinds));
-      }
-    } catch (...) {
-      destroy_streams();
-      throw;
+    for (std::size_t i = 0; i < natives_.size(); ++i) {
+      const Device d = devices_[i / kStreamKinds];
+      if (d.is_cuda()) natives_[i] = cuda_backend::shared_stream(d.index, static_cast<StreamKind>(i % kStreamKinds));
     }
 #endif
   }
 
-  ~NaiveEngine() override { destroy_streams(); }
 
   EngineKind kind() const override { return EngineKind::naive; }
   void cancel_pending() override { check_frontend_thread(); drop_errors(); }
@@ -45,7 +43,9 @@ class NaiveEngine final : public Engine {
     std::uint64_t seq = ++seqs_[static_cast<std::size_t>(stream_index)];
     void* native = natives_[static_cast<std::size_t>(stream_index)];
 #ifdef TIDE_HAVE_CUDA
-    if (native) cuda_backend::set_device(op.device.index);
+    // Runs on the frontend's thread: the op's device only for the op.
+    std::optional<cuda_backend::DeviceGuard> guard;
+    if (native) guard.emplace(op.device.index);
 #endif
     execute(op, stream_index, seq, current_step(), push_index, native, false);
     for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->var().written = true;
@@ -59,14 +59,6 @@ class NaiveEngine final : public Engine {
   void wait_storage(const Storage&) override {}
   void wait_everything() override {}
 
-  void destroy_streams() noexcept {
-#ifdef TIDE_HAVE_CUDA
-    for (std::size_t i = 0; i < natives_.size(); ++i) {
-      cuda_backend::destroy_stream(devices_[i / kStreamKinds].index, natives_[i]);
-      natives_[i] = nullptr;
-    }
-#endif
-  }
 
   std::vector<std::uint64_t> seqs_;
   std::vector<void*> natives_;  // cudaStream_t per GPU stream index

@@ -153,19 +153,27 @@ void Stream::worker() {
 #ifdef TIDE_HAVE_CUDA
     if (lane_) {
       std::string error = device_error;
+      bool sticky = !device_error.empty();
       try {
         for (int i = 0; i < op->nwaits; ++i) wait_point(op->waits[i]);
+      } catch (const CudaError& e) {
+        error = e.what();
+        sticky = e.sticky();
       } catch (const std::exception& e) {
         error = e.what();
       }
       // A failed wait leaves the op unordered: it must not run. Its outputs
-      // are poisoned with the reason, and its device is marked failed.
+      // are poisoned with the reason; a sticky error also marks the device
+      // failed.
       hooks_.run(*op, index_, lane_->native(), error.empty() ? nullptr : error.c_str());
+      if (!sticky) error.clear();
       // The slot of this op's event held op seq - kRing's: it must be done.
       if (op->seq > cuda_backend::Lane::kRing) wait_until(op->seq - cuda_backend::Lane::kRing);
+      // Without its event the op's completion cannot be seen: the stream is
+      // lost, whatever the error.
       std::string rec = lane_->record(op->seq);
       if (error.empty()) error = std::move(rec);
-      if (!error.empty()) hooks_.async_failure(*op, index_, error);
+      if (!error.empty()) hooks_.async_failure(*op, index_, error, false);
       launched_.store(op->seq, std::memory_order_seq_cst);
       if (waiters_.load(std::memory_order_seq_cst) > 0) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -193,7 +201,7 @@ void Stream::completion_worker() {
     QueuedOp* op = inflight_.pop();
     if (!op) return;
     std::string error = lane_->wait_done(op->seq);
-    if (!error.empty()) hooks_.async_failure(*op, index_, error);
+    if (!error.empty()) hooks_.async_failure(*op, index_, error, true);
     finish(op);
   }
 #endif

@@ -47,13 +47,15 @@ class Stream {
  public:
   /// `run` executes one op on the worker; `completed` is called after the
   /// stream's completed count has moved.
-  /// `async_failure` reports a fault the GPU raised while or after running
-  /// `op` (seen at its completion event), on the completion thread.
+  /// `async_failure` reports a CUDA error that marks the device failed: one
+  /// the GPU raised while or after running `op` (seen at its completion
+  /// event, on the completion thread; `at_completion`), or one at its
+  /// launch (on the worker) that leaves the stream unusable.
   struct Hooks {
     /// A non-null `skip_reason`: do not run the kernel, poison the outputs.
     virtual void run(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason) = 0;
     virtual void completed() = 0;
-    virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what) = 0;
+    virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) = 0;
     virtual ~Hooks() = default;
   };
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -163,6 +164,18 @@ void copy_device_to_host(cudaStream_t s, int dev, char* dst, const char* src, st
 
 void set_device(int device) { TIDE_CUDA_CHECK(cudaSetDevice(device)); }
 
+DeviceGuard::DeviceGuard(int device) {
+  int prev = 0;
+  TIDE_CUDA_CHECK(cudaGetDevice(&prev));
+  if (prev == device) return;
+  TIDE_CUDA_CHECK(cudaSetDevice(device));
+  prev_ = prev;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
+}
+
 void* alloc(int device, std::size_t nbytes) {
   DeviceMemory& m = memory(device);
   void* p = nullptr;
@@ -188,7 +201,7 @@ std::uint64_t memory_used(int device) {
 }
 
 void* create_stream(int device, StreamKind kind) {
-  set_device(device);
+  DeviceGuard guard(device);
   int least = 0, greatest = 0;
   TIDE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   cudaStream_t s = nullptr;
@@ -199,8 +212,20 @@ void* create_stream(int device, StreamKind kind) {
 
 void destroy_stream(int device, void* stream) noexcept {
   if (!stream) return;
+  int prev = -1;
+  if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
   if (cudaSetDevice(device) != cudaSuccess || cudaStreamDestroy(static_cast<cudaStream_t>(stream)) != cudaSuccess)
     cudaGetLastError();
+  if (prev >= 0 && prev != device && cudaSetDevice(prev) != cudaSuccess) cudaGetLastError();
+}
+
+void* shared_stream(int device, StreamKind kind) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, void*> streams;
+  std::lock_guard<std::mutex> lock(mutex);
+  void*& s = streams[{device, static_cast<int>(kind)}];
+  if (!s) s = create_stream(device, kind);
+  return s;
 }
 
 void sync_stream(void* stream) { TIDE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
@@ -235,7 +260,7 @@ void copy(void* stream, Device dst_dev, void* dst, Device src_dev, const void* s
 
 void read_to_host(int device, void* dst, const void* src, std::size_t nbytes) {
   if (nbytes == 0) return;
-  set_device(device);
+  DeviceGuard guard(device);
   // The producers have completed: a plain synchronous copy (on the legacy
   // stream, which does not wait for tide's non-blocking streams).
   TIDE_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));

@@ -20,6 +20,21 @@ namespace tide::cuda_backend {
 /// Sets the calling thread's current device (throws CudaError).
 void set_device(int device);
 
+/// Makes `device` current for a scope and restores the thread's previous
+/// one after, so work tide does on the frontend's thread (creating streams,
+/// blockers' copies, the naive engine's ops) never leaves the user's
+/// current device changed. Switches only when they differ.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;  // -1: nothing to restore
+};
+
 void* alloc(int device, std::size_t nbytes);
 void free(int device, void* p) noexcept;
 /// Bytes of the device's pool now handed out to storages.
@@ -29,6 +44,9 @@ std::uint64_t memory_used(int device);
 /// priority, so a bucket's all-reduce is not starved by queued compute.
 void* create_stream(int device, StreamKind kind);
 void destroy_stream(int device, void* stream) noexcept;
+/// The process's one stream of `kind` on `device` for engines that run ops
+/// synchronously (the naive engine): made at first use, never destroyed.
+void* shared_stream(int device, StreamKind kind);
 /// Waits for `stream` and throws CudaError if it or an earlier op failed.
 void sync_stream(void* stream);
 

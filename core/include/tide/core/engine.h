@@ -225,8 +225,9 @@ class Engine {
   /// failed, so every later barrier on it throws (CUDA faults are sticky).
   /// Any thread.
   void record_device_failure(const OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                             std::uint64_t push_index, const std::string& what);
-  /// Throws the failure recorded for `d`, if any.
+                             std::uint64_t push_index, const std::string& what, bool at_completion);
+  /// Throws the failure recorded for `d`, or else for any other device:
+  /// values a faulted GPU made may have reached `d` unmarked.
   void rethrow_device_failure(Device d);
   void rethrow_first_unreported();
   void drop_errors();
