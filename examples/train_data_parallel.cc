@@ -64,7 +64,7 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
   w.end_array();
   w.field("batch_per_rank", c.batch).field("global_batch", r.global_batch).field("optimizer", c.optimizer)
       .field("lr", c.lr).field("bucket_mb", c.bucket_mb).field("lookahead", c.lookahead)
-      .field("dtype", tide::dtype_name(c.dtype)).field("steps", r.total_steps);
+      .field("dtype", tide::dtype_name(c.dtype)).field("device", c.device.str()).field("steps", r.total_steps);
   w.end_object();
   w.key("result").begin_object();
   w.field("first_step", r.first_step).field("steps_run", r.steps_run).field("final_loss", r.last_loss)
@@ -80,6 +80,23 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
   out << "\n";
 }
 
+/// --device: "cpu", "cuda" (this rank's GPU, Runtime::device()) or "auto"
+/// (the GPU when every rank of the node has one of its own and NCCL is
+/// built, else the CPU). Sets `why` when auto falls back to the CPU.
+tide::Device pick_device(tide::Runtime& rt, const std::string& mode, std::string& why) {
+  if (mode == "cpu") return tide::cpu(0);
+  int gpus = 0;
+  for (const tide::Device& d : rt.engine().devices()) gpus += d.is_cuda() ? 1 : 0;
+  if (gpus == 0) why = "no GPU in this engine";
+  else if (!tide::Communicator::nccl_built()) why = "this build has no NCCL";
+  else if (rt.local_size() > gpus)
+    why = std::to_string(rt.local_size()) + " ranks share this node's " + std::to_string(gpus) +
+          " GPU(s), and NCCL needs one GPU per rank";
+  if (why.empty()) return rt.device();
+  if (mode == "cuda") throw tide::DeviceError("--device cuda: " + why);
+  return tide::cpu(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,7 +107,7 @@ int main(int argc, char** argv) {
   std::int64_t train_rows = 24576, test_rows = 4096, features = 64;
   int classes = 10, blas_threads = 1;
   bool no_trace = false;
-  std::string progress_mode = "auto";
+  std::string progress_mode = "auto", device = "auto";
   app.add_option("--data", data_dir, "MNIST directory (IDX files); default: a generated task")
       ->check(CLI::ExistingDirectory);
   app.add_option("--hidden", c.hidden, "hidden layer widths")->delimiter(',')->capture_default_str();
@@ -123,6 +140,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::IsMember({"auto", "lines", "redraw"}));
   app.add_flag("--no-trace", no_trace, "do not record the timeline (no overlap figures)");
   app.add_option("--json", json, "write the results as JSON here (rank 0)");
+  app.add_option("--device", device,
+                 "cpu, cuda (this rank's GPU: local rank % GPUs) or auto (the GPU when each rank of the node has one)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -139,8 +160,12 @@ int main(int argc, char** argv) {
   try {
     const Split data = data_dir.empty() ? make_generated(train_rows, test_rows, features, classes, 1234)
                                         : load_mnist(data_dir);
+    std::string why_cpu;
+    c.device = pick_device(*rt, device, why_cpu);
     rt->log("tide train_data_parallel: " + std::to_string(rt->size()) + (rt->size() == 1 ? " rank, " : " ranks, ") +
-            tide::engine_kind_name(rt->engine().kind()) + " engine; " + data.description);
+            tide::engine_kind_name(rt->engine().kind()) + " engine, model on " +
+            (c.device.is_cuda() ? "the GPU (cuda:local rank)" : "cpu:0") +
+            (why_cpu.empty() || device == "cpu" ? "" : " (" + why_cpu + ")") + "; " + data.description);
     Progress progress;
     if (rt->rank() == 0) {
       progress.out = &std::cout;

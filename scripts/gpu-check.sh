@@ -25,7 +25,7 @@ bundle)
   fi
   rm -rf "$bundle"
   mkdir -p "$bundle/bin" "$bundle/lib"
-  for exe in tests/tide_core_tests tests/tide_ops_tests tests/tide_comm_tests examples/async_basics examples/bench_launch; do
+  for exe in tests/tide_core_tests tests/tide_ops_tests tests/tide_comm_tests tests/tide_train_tests examples/async_basics examples/bench_launch; do
     cp "$root/build-gpu/$exe" "$bundle/bin/"
     strip "$bundle/bin/$(basename "$exe")"
   done
@@ -71,7 +71,9 @@ PY
   # NCCL collectives and the reducer on cuda:0, in a one-rank world (no mpirun).
   "$bundle/bin/tide_comm_tests" --gtest_filter='Nccl*' --gtest_output="json:$out/gpu_comm_tests.json" \
     >"$out/gpu_comm_tests.log" 2>&1 || status=1
-  tail -3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log" "$out/gpu_comm_tests.log"
+  "$bundle/bin/tide_train_tests" --gtest_filter='*Gpu*' --gtest_output="json:$out/gpu_train_tests.json" \
+    >"$out/gpu_train_tests.log" 2>&1 || status=1
+  tail -3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log" "$out/gpu_comm_tests.log" "$out/gpu_train_tests.log"
   # Benchmarks, side by side: tide and PyTorch on the same GPU.
   "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" | tee "$out/async_basics_cuda.txt" || status=1
   python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" >/dev/null || status=1

@@ -46,14 +46,14 @@ struct Model {
 };
 
 /// PyTorch's nn.Linear default: weights and biases uniform in +-1/sqrt(in).
-Model make_model(const std::vector<std::int64_t>& widths, DType dtype, std::uint64_t seed) {
+Model make_model(const std::vector<std::int64_t>& widths, DType dtype, Device device, std::uint64_t seed) {
   Model m;
   m.widths = widths;
   for (int l = 0; l + 1 < static_cast<int>(widths.size()); ++l) {
     const std::int64_t in = widths[static_cast<std::size_t>(l)], out = widths[static_cast<std::size_t>(l) + 1];
     const double k = 1.0 / std::sqrt(static_cast<double>(in));
     auto uniform = [&](const Shape& s, std::uint64_t stream) {
-      return mul(sub(mul(rand(s, {dtype}, {seed * 1000 + stream}), 2.0), 1.0), k);
+      return mul(sub(mul(rand(s, {dtype, device}, {seed * 1000 + stream}), 2.0), 1.0), k);
     };
     m.params.push_back(uniform(Shape{out, in}, 2 * static_cast<std::uint64_t>(l)));
     m.params.push_back(uniform(Shape{out}, 2 * static_cast<std::uint64_t>(l) + 1));
@@ -137,18 +137,22 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   std::vector<std::int64_t> widths{data.train.features};
   widths.insert(widths.end(), cfg.hidden.begin(), cfg.hidden.end());
   widths.push_back(data.train.classes);
-  Model model = make_model(widths, cfg.dtype, cfg.seed);
+  const Device dev = cfg.device;
+  e.check_device(dev);
+  // A batch (or a resumed value) from host memory onto the model's device.
+  auto to_dev = [dev](const Tensor& host) { return dev.is_cpu() ? host : copy_to(host, dev); };
+  Model model = make_model(widths, cfg.dtype, dev, cfg.seed);
   GradientReducer reducer(comm, model.params, {cfg.bucket_mb, ReduceOp::avg});
 
   // Optimizer state, then the on-device loss and accuracy accumulators.
   const bool adam = cfg.optimizer == "adam";
   std::vector<Tensor> state1, state2;
   for (const Tensor& p : model.params) {
-    state1.push_back(zeros(p.shape(), {cfg.dtype}));
-    if (adam) state2.push_back(zeros(p.shape(), {cfg.dtype}));
+    state1.push_back(zeros(p.shape(), {cfg.dtype, dev}));
+    if (adam) state2.push_back(zeros(p.shape(), {cfg.dtype, dev}));
   }
-  Tensor loss_sum = zeros(Shape{}, {cfg.dtype});
-  Tensor correct_sum = zeros(Shape{}, {DType::i32});
+  Tensor loss_sum = zeros(Shape{}, {cfg.dtype, dev});
+  Tensor correct_sum = zeros(Shape{}, {DType::i32, dev});
 
   // The state every rank holds the same copy of, in a fixed order. A
   // checkpoint holds these, then each rank's loss and correct-count sums of
@@ -216,7 +220,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
       if (rank == 0) {
         auto all = everything();
         for (std::size_t i = 0; i < all.size(); ++i)
-          copy_(*all[i], host_tensor(ck->tensors[i], all[i]->shape(), all[i]->dtype()));
+          copy_(*all[i], to_dev(host_tensor(ck->tensors[i], all[i]->shape(), all[i]->dtype())));
       }
       // Every rank's own interval sums, from rank 0.
       const auto saved_ranks = static_cast<std::int64_t>(meta[3]);
@@ -240,8 +244,8 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
           my_correct += sums[static_cast<std::size_t>(saved_ranks + r)];
         }
       }
-      loss_sum = host_tensor(std::vector<double>{my_loss}, Shape{}, cfg.dtype);
-      correct_sum = host_tensor(std::vector<double>{my_correct}, Shape{}, DType::i32);
+      loss_sum = to_dev(host_tensor(std::vector<double>{my_loss}, Shape{}, cfg.dtype));
+      correct_sum = to_dev(host_tensor(std::vector<double>{my_correct}, Shape{}, DType::i32));
       if (progress.out)
         *progress.out << "resuming from " << checkpoint_path(cfg.checkpoint_dir) << " at step " << start
                       << (start == total ? ": the run is already complete" : "") << "\n";
@@ -298,8 +302,8 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
       comm.check_sync();  // ranks agree on the collectives so far (one small op, no blocker)
       Step minibatch = e.step();
       gather_rows(data.train, sampler.rows_for(step), xb, yb);
-      Tensor x = host_tensor(xb, xshape, cfg.dtype);
-      Tensor y = from_vector(yb);
+      Tensor x = to_dev(host_tensor(xb, xshape, cfg.dtype));
+      Tensor y = to_dev(from_vector(yb));
 
       Activations act = forward(model, x);
       auto [loss, probs] = softmax_cross_entropy(act.logits, y);
@@ -356,8 +360,8 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
       // A run that ends between log lines reports the open interval but keeps
       // its sums, so a checkpoint taken now resumes into the same interval.
       if ((step + 1) % cfg.log_every == 0) {
-        loss_sum = zeros(Shape{}, {cfg.dtype});
-        correct_sum = zeros(Shape{}, {DType::i32});
+        loss_sum = zeros(Shape{}, {cfg.dtype, dev});
+        correct_sum = zeros(Shape{}, {DType::i32, dev});
         log_from = step + 1;
         t_log = t;
       }
@@ -452,15 +456,15 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   // Held-out accuracy: each rank scores its share of the test rows.
   const Dataset& test = data.test;
   const std::int64_t lo = test.rows * rank / ranks, hi = test.rows * (rank + 1) / ranks;
-  Tensor correct = zeros(Shape{}, {DType::i32});
+  Tensor correct = zeros(Shape{}, {DType::i32, dev});
   constexpr std::int64_t kChunk = 1024;
   for (std::int64_t r0 = lo; r0 < hi; r0 += kChunk) {
     const std::int64_t r1 = std::min(hi, r0 + kChunk);
     std::vector<std::int64_t> rows(static_cast<std::size_t>(r1 - r0));
     for (std::int64_t i = r0; i < r1; ++i) rows[static_cast<std::size_t>(i - r0)] = i;
     gather_rows(test, rows, xb, yb);
-    Tensor logits = forward(model, host_tensor(xb, Shape{r1 - r0, test.features}, cfg.dtype)).logits;
-    add_(correct, sum(eq(argmax(logits, 1), from_vector(yb))));
+    Tensor logits = forward(model, to_dev(host_tensor(xb, Shape{r1 - r0, test.features}, cfg.dtype))).logits;
+    add_(correct, sum(eq(argmax(logits, 1), to_dev(from_vector(yb)))));
   }
   const double test_correct = comm.all_reduce(correct, ReduceOp::sum).item<double>();
   res.test_accuracy = test.rows ? test_correct / static_cast<double>(test.rows) : 0;

@@ -30,6 +30,10 @@ struct TrainConfig {
   int checkpoint_every = 0;    // steps; 0: at the end of every epoch
   bool resume = false;         // start from checkpoint_dir's checkpoint, if any
   DType dtype = DType::f32;
+  /// Where the model, its gradients and the optimizer state live: a GPU
+  /// (its collectives then go through NCCL) or cpu:0. Batches are copied
+  /// there from the host each step.
+  Device device = cpu(0);
   std::uint64_t seed = 1;      // weights and data order
   bool trace = true;           // record 200 steps of the timeline to measure overlap
 

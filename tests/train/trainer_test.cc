@@ -156,6 +156,37 @@ TEST(Trainer, BucketsReduceWhileBackwardComputes) {
   EXPECT_GT(r.steps_first_bucket_overlapped, 0) << r.buckets << ", " << r.steps_measured << " steps measured";
 }
 
+// The same run with the model on this rank's GPU (NCCL for the gradients,
+// cuBLAS for the products): f64, so that the two backends' different
+// summation orders stay far below the tolerance; then a resume on the GPU.
+TEST(Trainer, OnTheGpuMatchesTheCpu) {
+  if (!cuda_built() || cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device here";
+  if (!Communicator::nccl_built()) GTEST_SKIP() << "tide was built without NCCL";
+  if (rt().local_size() > cuda_device_count()) GTEST_SKIP() << "ranks share a GPU: NCCL needs one per rank";
+  TrainConfig c = small_config();
+  c.dtype = DType::f64;
+  c.max_steps = 24;
+  TrainResult on_cpu = run_training(world(), task(), c);
+  c.device = rt().device();
+  TrainResult on_gpu = run_training(world(), task(), c);
+  EXPECT_LT(max_rel_diff(on_gpu.params, on_cpu.params), 1e-9);
+  EXPECT_NEAR(on_gpu.last_loss, on_cpu.last_loss, 1e-9);
+  EXPECT_EQ(on_gpu.test_accuracy, on_cpu.test_accuracy);
+
+  SharedDir dir;
+  TrainConfig first = c;
+  first.checkpoint_dir = dir.path;
+  first.checkpoint_every = 10;
+  first.max_steps = 10;
+  run_training(world(), task(), first);
+  TrainConfig second = first;
+  second.max_steps = 24;
+  second.resume = true;
+  TrainResult resumed = run_training(world(), task(), second);
+  EXPECT_EQ(resumed.first_step, 10);
+  EXPECT_EQ(resumed.params, on_gpu.params) << "bit for bit on one GPU";
+}
+
 TEST(Trainer, BadConfigIsRefused) {
   TrainConfig c = small_config();
   c.optimizer = "lbfgs";
