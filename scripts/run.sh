@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The main job: set up, build, and train the example MLP data-parallel on 2
-# local ranks (launch/tiderun over mpirun) with the CPU backend.
+# local ranks (launch/tiderun over mpirun). Each rank's model goes on a GPU
+# of its own when the machine has one per rank (NCCL for the gradients);
+# otherwise on the CPU backend, and the first line says why (--device cuda
+# insists, --device cpu stays on the CPU).
 # Arguments go to the trainer (try --help); TIDE_RANKS changes the rank count.
 #   scripts/run.sh                     # generated task, 3 epochs
 #   scripts/run.sh --data ~/mnist      # MNIST (IDX files)
