@@ -25,7 +25,8 @@ bundle)
   fi
   rm -rf "$bundle"
   mkdir -p "$bundle/bin" "$bundle/lib"
-  for exe in tests/tide_core_tests tests/tide_ops_tests tests/tide_comm_tests tests/tide_train_tests examples/async_basics examples/bench_launch; do
+  for exe in tests/tide_core_tests tests/tide_ops_tests tests/tide_comm_tests tests/tide_train_tests examples/async_basics examples/bench_launch \
+    examples/train_data_parallel; do
     cp "$root/build-gpu/$exe" "$bundle/bin/"
     strip "$bundle/bin/$(basename "$exe")"
   done
@@ -40,7 +41,7 @@ bundle)
       *) cp -L "$lib" "$bundle/lib/" ;;
     esac
   done
-  cp "$root/examples/peers/torch_async_basics.py" "$bundle/"
+  cp "$root/examples/peers/torch_async_basics.py" "$root/examples/peers/torch_train_mlp.py" "$bundle/"
   grep -qx '/gpu-bundle/' "$root/.git/info/exclude" 2>/dev/null || echo '/gpu-bundle/' >>"$root/.git/info/exclude"
   du -sh "$bundle"
   echo "carry gpu-bundle, then run: scripts/gpu-check.sh run"
@@ -78,9 +79,15 @@ PY
   "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" | tee "$out/async_basics_cuda.txt" || status=1
   python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" >/dev/null || status=1
   "$bundle/bin/bench_launch" --device cuda:0 --json "$out/bench_launch.json" | tee "$out/bench_launch.txt" || status=1
+  # The training example on cuda:0 (one rank) and the same MLP in PyTorch.
+  "$bundle/bin/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
+    --json "$out/train_cuda.json" >"$out/train_cuda.txt" 2>&1 || status=1
+  python3 "$bundle/torch_train_mlp.py" --device cuda:0 --steps 600 --json "$out/torch_train_mlp.json" \
+    | tee "$out/torch_train_mlp.txt" || status=1
   python3 - "$out" <<'PY' || status=1
 import json, sys, os
 out = sys.argv[1]
+status = 0
 t = json.load(open(os.path.join(out, "async_basics_cuda.json")))
 p = json.load(open(os.path.join(out, "torch_async_basics.json")))
 b = json.load(open(os.path.join(out, "bench_launch.json")))
@@ -93,8 +100,17 @@ s = {
                       "ratio": t["matmul"]["tide_done_s"] / p["matmul"]["torch_done_s"], "target": "<= 1.05"},
     "launch_throughput_vs_bare": {"value": b["throughput_vs_bare"], "target": ">= 0.9"},
 }
+try:
+    tr = json.load(open(os.path.join(out, "train_cuda.json")))["result"]["samples_per_s"]
+    pt = json.load(open(os.path.join(out, "torch_train_mlp.json")))["result"]["samples_per_s"]
+    s["train_samples_per_s"] = {"tide": tr, "torch": pt, "ratio": tr / pt, "target": ">= 1.0"}
+except (OSError, KeyError, ValueError) as e:
+    s["train_samples_per_s"] = {"error": str(e)}
+    status = 1
+
 json.dump(s, open(os.path.join(out, "gpu_summary.json"), "w"), indent=2)
 print(json.dumps(s, indent=2))
+sys.exit(status)
 PY
   exit $status
   ;;

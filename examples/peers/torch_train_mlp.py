@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The training example's MLP in PyTorch eager, the peer tide's trainer is compared with.
+
+One process on --device (default cuda:0), the same work per step as
+examples/train_data_parallel with one rank: gather a batch of rows on the
+host, copy it to the device, forward (linear + relu layers, softmax
+cross-entropy), backward, SGD with momentum (or Adam); the loss and the
+correct count are accumulated on the device and read back every --log-every
+steps only. Samples/s over the steps after a warm-up, as JSON.
+"""
+import argparse
+import json
+import platform
+import sys
+import time
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--hidden", default="512,512", help="hidden widths, comma separated")
+    p.add_argument("--features", type=int, default=64)
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--train-rows", type=int, default=24576)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--log-every", type=int, default=50)
+    p.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", help="write the results here")
+    a = p.parse_args()
+
+    import torch
+
+    dev = torch.device(a.device)
+    torch.manual_seed(a.seed)
+    # A generated task of the same shape as tide's: class centres plus noise.
+    centres = torch.randn(a.classes, a.features) * 2.0
+    labels = torch.randint(0, a.classes, (a.train_rows,))
+    rows = centres[labels] + torch.randn(a.train_rows, a.features)
+
+    widths = [a.features] + [int(h) for h in a.hidden.split(",")] + [a.classes]
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
+        if i + 2 < len(widths):
+            layers.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*layers).to(dev)
+    if a.optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    loss_sum = torch.zeros((), device=dev)
+    correct_sum = torch.zeros((), dtype=torch.int64, device=dev)
+
+    order = torch.randperm(a.train_rows)
+    steps_per_epoch = a.train_rows // a.batch
+    losses = []
+    t_warm = None
+    for step in range(a.steps):
+        if step == a.warmup:
+            torch.cuda.synchronize(dev)
+            t_warm = time.perf_counter()
+        k = step % steps_per_epoch
+        idx = order[k * a.batch:(k + 1) * a.batch]
+        x = rows[idx].to(dev)  # host gather, then a copy to the device
+        y = labels[idx].to(dev)
+        logits = model(x)
+        loss = loss_fn(logits, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss_sum += loss.detach()
+        correct_sum += (logits.argmax(1) == y).sum()
+        if (step + 1) % a.log_every == 0:
+            losses.append(loss_sum.item() / a.log_every)  # the only blocker
+            loss_sum.zero_()
+            correct_sum.zero_()
+    torch.cuda.synchronize(dev)
+    elapsed = time.perf_counter() - t_warm
+    timed = a.steps - a.warmup
+    res = {
+        "benchmark": "torch_train_mlp",
+        "command": " ".join(sys.argv),
+        "machine": {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
+                    "gpu": torch.cuda.get_device_name(dev)},
+        "config": {"hidden": widths[1:-1], "features": a.features, "classes": a.classes, "batch": a.batch,
+                   "steps": a.steps, "optimizer": a.optimizer, "lr": a.lr},
+        "result": {"samples_per_s": timed * a.batch / elapsed, "step_ms": 1e3 * elapsed / timed,
+                   "losses": losses},
+    }
+    print(f"torch {a.device}: {res['result']['samples_per_s']:.0f} samples/s, "
+          f"{res['result']['step_ms']:.3f} ms per step, last loss {losses[-1] if losses else float('nan'):.4f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
