@@ -4,7 +4,9 @@
 #
 #   scripts/gpu-check.sh bundle        # here: build with CUDA (sm_90) and
 #                                      # gather binaries + their libraries in
-#                                      # gpu-bundle/ (git-ignored; carry it)
+#                                      # gpu-bundle/payload.tar.xz (git-ignored;
+#                                      # carry gpu-bundle: the carry limit is
+#                                      # 64 MiB, the files alone are more)
 #   scripts/gpu-check.sh run [OUT]     # there: GPU tests, async_basics on
 #                                      # cuda:0, the PyTorch peer and
 #                                      # bench_launch; JSON and logs in OUT
@@ -43,12 +45,17 @@ bundle)
   done
   cp "$root/examples/peers/torch_async_basics.py" "$root/examples/peers/torch_train_mlp.py" "$bundle/"
   grep -qx '/gpu-bundle/' "$root/.git/info/exclude" 2>/dev/null || echo '/gpu-bundle/' >>"$root/.git/info/exclude"
+  tar -C "$bundle" -cf - bin lib torch_async_basics.py torch_train_mlp.py | xz -T0 -6 >"$bundle/payload.tar.xz"
+  rm -rf "$bundle/bin" "$bundle/lib" "$bundle"/*.py
   du -sh "$bundle"
   echo "carry gpu-bundle, then run: scripts/gpu-check.sh run"
   ;;
 run)
   out=${2:-${OUT:-$root/docs/results/gpu}}
   mkdir -p "$out"
+  if [ ! -x "$bundle/bin/tide_core_tests" ] && [ -f "$bundle/payload.tar.xz" ]; then
+    xz -dc "$bundle/payload.tar.xz" | tar -C "$bundle" -xf -
+  fi
   [ -x "$bundle/bin/tide_core_tests" ] || { echo "gpu-check: no $bundle; make it with 'scripts/gpu-check.sh bundle'" >&2; exit 1; }
   cuda_libs=/usr/local/cuda/lib64:/usr/local/cuda/lib
   # The toolkit's cuBLAS, else the one PyTorch's wheels bring.
