@@ -81,7 +81,7 @@ PY
     >"$out/gpu_comm_tests.log" 2>&1 || status=1
   "$bundle/bin/tide_train_tests" --gtest_filter='*Gpu*' --gtest_output="json:$out/gpu_train_tests.json" \
     >"$out/gpu_train_tests.log" 2>&1 || status=1
-  tail -3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log" "$out/gpu_comm_tests.log" "$out/gpu_train_tests.log"
+  tail -n 3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log" "$out/gpu_comm_tests.log" "$out/gpu_train_tests.log" || true
   # Benchmarks, side by side: tide and PyTorch on the same GPU.
   "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" | tee "$out/async_basics_cuda.txt" || status=1
   python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" >/dev/null || status=1
@@ -95,26 +95,47 @@ PY
 import json, sys, os
 out = sys.argv[1]
 status = 0
-t = json.load(open(os.path.join(out, "async_basics_cuda.json")))
-p = json.load(open(os.path.join(out, "torch_async_basics.json")))
-b = json.load(open(os.path.join(out, "bench_launch.json")))
-n = t["increments"]["count"]
-tide_op = t["increments"]["async_s"] / n * 1e9
-torch_op = p["increments"]["async_ns_per_op"]
-s = {
-    "tiny_op_async_ns": {"tide": tide_op, "torch": torch_op, "ratio": tide_op / torch_op, "target": "<= 0.5"},
-    "matmul_done_s": {"tide": t["matmul"]["tide_done_s"], "torch": p["matmul"]["torch_done_s"],
-                      "ratio": t["matmul"]["tide_done_s"] / p["matmul"]["torch_done_s"], "target": "<= 1.05"},
-    "launch_throughput_vs_bare": {"value": b["throughput_vs_bare"], "target": ">= 0.9"},
-}
-try:
-    tr = json.load(open(os.path.join(out, "train_cuda.json")))["result"]["samples_per_s"]
-    pt = json.load(open(os.path.join(out, "torch_train_mlp.json")))["result"]["samples_per_s"]
-    s["train_samples_per_s"] = {"tide": tr, "torch": pt, "ratio": tr / pt, "target": ">= 1.0"}
-except (OSError, KeyError, ValueError) as e:
-    s["train_samples_per_s"] = {"error": str(e)}
-    status = 1
+s = {}
 
+
+def load(name):
+    return json.load(open(os.path.join(out, name)))
+
+
+def entry(key, make):
+    """One comparison; a missing or broken result is recorded, not fatal."""
+    global status
+    try:
+        s[key] = make()
+    except (OSError, KeyError, ValueError, ZeroDivisionError) as e:
+        s[key] = {"error": f"{type(e).__name__}: {e}"}
+        status = 1
+
+
+def tiny_ops():
+    t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
+    tide_op = t["increments"]["async_s"] / t["increments"]["count"] * 1e9
+    torch_op = p["increments"]["async_ns_per_op"]
+    return {"tide": tide_op, "torch": torch_op, "ratio": tide_op / torch_op, "target": "<= 0.5"}
+
+
+def matmul():
+    t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
+    a, b = t["matmul"]["tide_done_s"], p["matmul"]["torch_done_s"]
+    return {"tide": a, "torch": b, "ratio": a / b, "target": "<= 1.05"}
+
+
+def train():
+    a = load("train_cuda.json")["result"]["samples_per_s"]
+    b = load("torch_train_mlp.json")["result"]["samples_per_s"]
+    return {"tide": a, "torch": b, "ratio": a / b, "target": ">= 1.0"}
+
+
+entry("tiny_op_async_ns", tiny_ops)
+entry("matmul_done_s", matmul)
+entry("launch_throughput_vs_bare",
+      lambda: {"value": load("bench_launch.json")["throughput_vs_bare"], "target": ">= 0.9"})
+entry("train_samples_per_s", train)
 json.dump(s, open(os.path.join(out, "gpu_summary.json"), "w"), indent=2)
 print(json.dumps(s, indent=2))
 sys.exit(status)
