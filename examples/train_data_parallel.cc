@@ -81,17 +81,17 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
 }
 
 /// --device: "cpu", "cuda" (this rank's GPU, Runtime::device()) or "auto"
-/// (the GPU when every rank of the node has one of its own and NCCL is
-/// built, else the CPU). Sets `why` when auto falls back to the CPU.
+/// (the GPU when every rank has one of its own and NCCL is built, else the
+/// CPU). The ranks decide together (a small all-reduce), since their
+/// collectives must pair up. Sets `why` when the GPU cannot be used.
 tide::Device pick_device(tide::Runtime& rt, const std::string& mode, std::string& why) {
   if (mode == "cpu") return tide::cpu(0);
-  int gpus = 0;
-  for (const tide::Device& d : rt.engine().devices()) gpus += d.is_cuda() ? 1 : 0;
-  if (gpus == 0) why = "no GPU in this engine";
+  if (!rt.device().is_cuda()) why = "no GPU in this engine";
   else if (!tide::Communicator::nccl_built()) why = "this build has no NCCL";
-  else if (rt.local_size() > gpus)
-    why = std::to_string(rt.local_size()) + " ranks share this node's " + std::to_string(gpus) +
-          " GPU(s), and NCCL needs one GPU per rank";
+  else if (rt.gpu_shared()) why = "ranks share a GPU (TIDE_SHARE_GPUS=1), and NCCL needs one GPU per rank";
+  tide::Tensor ok = tide::from_vector(std::vector<std::int32_t>{why.empty() ? 1 : 0});
+  rt.world().all_reduce_(ok, tide::ReduceOp::min);
+  if (ok.item<std::int32_t>() == 0 && why.empty()) why = "another rank cannot use a GPU of its own";
   if (why.empty()) return rt.device();
   if (mode == "cuda") throw tide::DeviceError("--device cuda: " + why);
   return tide::cpu(0);

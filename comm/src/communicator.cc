@@ -134,8 +134,15 @@ Communicator::~Communicator() {
   // calls. The world's is freed by ~Impl: the Runtime drops it only after
   // the engine has drained. Without an engine no comm thread runs, so ~Impl
   // may free it too.
-  if (!impl_->mpi || !impl_->parent || impl_->comm == MPI_COMM_NULL) return;
   Engine* e = current_engine_or_null();
+  if (e && !impl_->nccl.empty()) {
+    try {
+      detail::release_device_comms(impl_, *e);
+    } catch (...) {
+      // Not the frontend thread, say: the last reference releases them.
+    }
+  }
+  if (!impl_->mpi || !impl_->parent || impl_->comm == MPI_COMM_NULL) return;
   if (!e) return;
   impl_->free_in_destructor = false;  // from here on, left to MPI_Finalize unless the op runs
   try {

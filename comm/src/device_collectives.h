@@ -33,4 +33,12 @@ void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, con
 /// Whether this build can run collectives on CUDA tensors.
 bool nccl_built();
 
+/// Frontend, when a communicator handle is dropped with its engine alive:
+/// pushes one op per GPU with an NCCL communicator, on that GPU's comm
+/// stream after its collectives, that finalizes and destroys it. Every rank
+/// drops the handle at the same point of its program, so the finalize (a
+/// collective over the members) pairs up; left to the last reference
+/// instead, it would run whenever each rank's engine recycles the ops.
+void release_device_comms(const std::shared_ptr<Communicator::Impl>& impl, Engine& e);
+
 }  // namespace tide::detail

@@ -27,6 +27,29 @@
 
 namespace tide::detail {
 
+namespace {
+
+/// The calling thread's current GPU for a scope (the naive engine runs the
+/// init op on the user's thread, whose current device must stay theirs).
+class CurrentGpu {
+ public:
+  explicit CurrentGpu(int device) {
+    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
+    if (prev_ != device) TIDE_CUDA_CHECK(cudaSetDevice(device));
+    if (prev_ == device) prev_ = -1;
+  }
+  ~CurrentGpu() {
+    if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
+  }
+  CurrentGpu(const CurrentGpu&) = delete;
+  CurrentGpu& operator=(const CurrentGpu&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
+}  // namespace
+
 struct NcclComm {
   int device = 0;
   double timeout_s = 30.0;
@@ -43,27 +66,34 @@ struct NcclComm {
     if (comm && !aborted.exchange(true)) ncclCommAbort(comm);
   }
 
-  ~NcclComm() {
-    int prev = 0;
-    const bool have_prev = cudaGetDevice(&prev) == cudaSuccess;
-    cudaSetDevice(device);
-    if (done) cudaEventDestroy(done);
-    if (comm && !aborted.load()) {
-      // Finalize flushes the communicator's work; on a non-blocking one it
-      // may be in progress. Bounded: a peer that is gone makes it abort.
-      ncclResult_t r = ncclCommFinalize(comm);
-      ncclResult_t state = r;
-      Poller poller(timeout_s);
-      while (r == ncclSuccess || r == ncclInProgress) {
-        if (ncclCommGetAsyncError(comm, &state) != ncclSuccess || state != ncclInProgress) break;
-        if (!poller.next()) break;
-      }
-      if (r == ncclSuccess && state == ncclSuccess)
-        ncclCommDestroy(comm);
-      else
-        ncclCommAbort(comm);
+  /// Finalizes and destroys the communicator (a collective over its
+  /// members: every rank calls it at the same point of its program, see
+  /// release_device_comms); past the timeout, or after a failure, aborts
+  /// it. Later calls do nothing. With the device current.
+  void release() noexcept {
+    if (done && cudaEventDestroy(done) != cudaSuccess) cudaGetLastError();
+    done = nullptr;
+    if (!comm || aborted.exchange(true)) return;
+    ncclResult_t state = ncclCommFinalize(comm);
+    Poller poller(timeout_s);
+    while (state == ncclInProgress) {
+      if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) break;
+      if (state == ncclInProgress && !poller.next()) break;
     }
-    if (have_prev) cudaSetDevice(prev);
+    if (state == ncclSuccess)
+      ncclCommDestroy(comm);
+    else
+      ncclCommAbort(comm);
+  }
+
+  ~NcclComm() {
+    if (!comm && !done) return;
+    try {
+      CurrentGpu gpu(device);
+      release();
+    } catch (const std::exception&) {
+      // The device is gone (process exit): the driver reclaims everything.
+    }
   }
 };
 
@@ -155,7 +185,7 @@ void init_nccl(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what)
   if (msg.error[0]) impl.fail(name + ": rank 0 could not make an NCCL id: " + msg.error);
 
   // NCCL binds a communicator to the calling thread's current GPU.
-  use_cuda_device(nc.device);
+  CurrentGpu gpu(nc.device);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // so that a stuck init can be timed out and aborted
   ncclComm_t comm = nullptr;
@@ -178,6 +208,16 @@ void init_nccl(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what)
 
 /// The collective op's body, on the GPU's comm stream worker.
 void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollective& c, const OpContext& ctx) {
+  if (ctx.skipped) {
+    // NCCL pairs collectives by order alone: were this rank to skip one
+    // that its peers run, its next would pair with theirs. Abort instead;
+    // the peers' wait then fails (timeout) rather than mixing data.
+    if (impl.is_broken()) return;
+    nc.abort();
+    impl.fail(name_of(impl, c.what, nc.device) + ": skipped on rank " + std::to_string(impl.rank) +
+              " (its input comes from a failed op, or it was cancelled); the NCCL communicator was aborted so "
+              "that no later collective pairs with the wrong one");
+  }
   impl.check_usable();
   const CollectiveId& what = c.what;
   const std::size_t n = static_cast<std::size_t>(what.count);
@@ -219,7 +259,10 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
   for (;;) {
     const cudaError_t q = cudaEventQuery(nc.done);
     if (q == cudaSuccess) return;
-    if (q != cudaErrorNotReady) TIDE_CUDA_CHECK(q);
+    if (q != cudaErrorNotReady) {
+      nc.abort();
+      impl.fail(name_of(impl, what, nc.device) + ": " + cuda_error_message(q, "cudaEventQuery", __FILE__, __LINE__));
+    }
     if (poller.periodic()) {
       ncclResult_t state = ncclSuccess;
       if (ncclResult_t g = ncclCommGetAsyncError(nc.comm, &state); g != ncclSuccess) state = g;
@@ -247,7 +290,14 @@ void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, con
     const CollectiveId what = impl->begin(CollectiveKind::nccl_init);
     auto token = e.allocate(cpu(0), 1);
     push_comm(e, "nccl_init", {}, {token}, loc, [impl, nc, what](const OpContext&) { init_nccl(*impl, *nc, what); });
-    e.wait_for(*token, "nccl_init", loc);
+    try {
+      e.wait_for(*token, "nccl_init", loc);
+    } catch (...) {
+      // The barrier may report an earlier failure elsewhere: a communicator
+      // made here is kept, so that no rank pushes a second init.
+      if (nc->comm) slot = nc;
+      throw;
+    }
     slot = std::move(nc);
   }
   OpDesc op;
@@ -258,7 +308,20 @@ void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, con
   op.writes = {out.storage()};
   op.loc = loc;
   op.fn = [impl, nc = slot, c](const OpContext& ctx) { run_collective(*impl, *nc, c, ctx); };
+  op.notify_skip = true;
   e.push(std::move(op));
+}
+
+void release_device_comms(const std::shared_ptr<Communicator::Impl>& impl, Engine& e) {
+  for (std::size_t d = 0; d < impl->nccl.size(); ++d) {
+    if (!impl->nccl[d]) continue;
+    OpDesc op;
+    op.name = "nccl_release";
+    op.device = cuda(static_cast<int>(d));
+    op.stream = static_cast<int>(StreamKind::comm);
+    op.fn = [nc = impl->nccl[d]](const OpContext&) { nc->release(); };
+    e.push(std::move(op));
+  }
 }
 
 }  // namespace tide::detail

@@ -6,6 +6,8 @@ namespace tide::detail {
 
 bool nccl_built() { return false; }
 
+void release_device_comms(const std::shared_ptr<Communicator::Impl>&, Engine&) {}
+
 void push_device_collective(const std::shared_ptr<Communicator::Impl>&, const DeviceCollective& c, const Tensor& in,
                             const Tensor&, Loc) {
   throw DeviceError(std::string(collective_kind_name(c.what.kind)) + ": a tensor on " + in.device().str() +

@@ -44,6 +44,29 @@ int cuda_device_count() {
 #endif
 }
 
+std::string cuda_device_uuid(int device) {
+  if (device < 0 || device >= cuda_device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
+#ifdef TIDE_HAVE_CUDA
+  cudaDeviceProp prop{};
+  if (cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess) {
+    cudaGetLastError();
+    throw DeviceError("cuda:" + std::to_string(device) + ": cudaGetDeviceProperties failed: " +
+                      cudaGetErrorString(e));
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (char c : prop.uuid.bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    id += hex[b >> 4];
+    id += hex[b & 15];
+  }
+  return id;
+#else
+  return {};
+#endif
+}
+
 Device Device::parse(std::string_view text) {
   DeviceKind kind;
   std::string_view rest;

@@ -209,6 +209,22 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
   }
   if (poison) {
     counters_->skipped.fetch_add(1, std::memory_order_relaxed);
+    if (skip_reason && !cancelled) {
+      // Not an input's failure (already recorded where it happened): the
+      // stream could not order or launch this op. wait_all reports it.
+      counters_->failed.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(counters_->mutex);
+      if (counters_->errors.size() < 1024) counters_->errors.push_back({poison, push_index});
+    }
+    if (op.notify_skip) {
+      OpContext ctx{devices_[static_cast<std::size_t>(stream_index / kStreamKinds)],
+                    static_cast<StreamKind>(stream_index % kStreamKinds), native_stream, nullptr, nullptr, 0, 0,
+                    true};
+      try {
+        op.fn(ctx);
+      } catch (...) {
+      }
+    }
   } else {
     Storage* reads[StorageList::kCapacity];
     Storage* writes[StorageList::kCapacity];

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +62,33 @@ void check_mpi(int rc, const char* what) {
   throw CommError(std::string(what) + " failed: " + text);
 }
 
+/// With the node's communicator (every rank of the node calls it): whether
+/// another rank of the node would use this rank's GPU; throws DeviceError
+/// when one would and sharing is not allowed.
+bool gpu_shared_on_node(MPI_Comm node, int local_rank, int local_size, const RuntimeOptions& options) {
+  // Every rank of the node takes part, with or without GPUs of its own.
+  const int count = cuda_device_count();
+  const int gpus = options.engine.cuda_devices < 0 ? count : std::min(count, options.engine.cuda_devices);
+  constexpr int kLen = 32;
+  std::string mine(kLen, '-');
+  if (gpus > 0) mine = cuda_device_uuid(local_rank % gpus);
+  mine.resize(kLen, '-');
+  std::string all(static_cast<std::size_t>(kLen) * static_cast<std::size_t>(local_size), '\0');
+  check_mpi(MPI_Allgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node), "MPI_Allgather");
+  if (gpus == 0) return false;
+  int sharing = 0;
+  for (int r = 0; r < local_size; ++r)
+    if (r != local_rank && all.compare(static_cast<std::size_t>(r) * kLen, kLen, mine) == 0) ++sharing;
+  if (sharing > 0 && !options.share_gpus)
+    throw DeviceError(std::to_string(local_size) + " ranks on this node, " + std::to_string(gpus) +
+                      " GPU(s): node-local rank " + std::to_string(local_rank) + " would share cuda:" +
+                      std::to_string(local_rank % gpus) + " with " + std::to_string(sharing) +
+                      " other rank(s), and NCCL needs a GPU per rank. Start at most one rank per GPU, set "
+                      "TIDE_SHARE_GPUS=1 to share them anyway (GPU tensors then cannot be reduced), or "
+                      "TIDE_CUDA_DEVICES=0 to use the CPU only");
+  return sharing > 0;
+}
+
 }  // namespace
 
 bool launched_by_mpi() {
@@ -72,6 +100,11 @@ bool launched_by_mpi() {
 RuntimeOptions RuntimeOptions::from_env() {
   RuntimeOptions o;
   if (const char* v = env("TIDE_LOG_ALL_RANKS")) o.log_all_ranks = std::string(v) == "1";
+  if (const char* v = env("TIDE_SHARE_GPUS"); v && *v) {
+    const std::string s = v;
+    if (s != "0" && s != "1") throw ValueError("TIDE_SHARE_GPUS=" + s + ": expected 0 or 1");
+    o.share_gpus = s == "1";
+  }
   return o;
 }
 
@@ -98,6 +131,7 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
               "MPI_Comm_split_type");
     MPI_Comm_rank(node, &local_rank_);
     MPI_Comm_size(node, &local_size_);
+    gpu_shared_ = gpu_shared_on_node(node, local_rank_, local_size_, options);
     MPI_Comm_free(&node);
     int announced = launcher_local_rank();
     if (announced >= 0 && announced != local_rank_)
@@ -109,12 +143,19 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
     g_world_rank.store(world_->rank());
     previous_terminate_ = std::set_terminate(terminate_under_mpi);
     install_termination_report();
-  } catch (...) {
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tide: rank %d could not start: %s\n", world_ ? world_->rank() : -1, e.what());
+    std::fflush(stderr);
     world_.reset();
     MPI_Abort(MPI_COMM_WORLD, 1);  // one rank failing to start ends the job
     throw;
+  } catch (...) {
+    world_.reset();
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    throw;
   }
 }
+
 
 void Runtime::finish_init(const RuntimeOptions& options) {
   log_all_ranks_ = options.log_all_ranks;

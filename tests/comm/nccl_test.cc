@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../gpu_test_util.h"
+#include "../gpu_ranks_util.h"
 #include "mpi_test.h"
 
 #include <tide/comm/reducer.h>
@@ -16,15 +16,7 @@
 namespace tide::test {
 namespace {
 
-#define TIDE_REQUIRE_NCCL()                                                                               \
-  do {                                                                                                    \
-    TIDE_REQUIRE_GPU();                                                                                   \
-    if (!Communicator::nccl_built()) GTEST_SKIP() << "tide was built without NCCL (libnccl not found)"; \
-    if (rt().local_size() > cuda_device_count())                                                          \
-      GTEST_SKIP() << rt().local_size() << " ranks share this node's " << cuda_device_count()             \
-                   << " GPU(s): NCCL needs one GPU per rank";                                             \
-    ASSERT_TRUE(rt().device().is_cuda()) << "the runtime gave this rank " << rt().device().str();        \
-  } while (0)
+#define TIDE_REQUIRE_NCCL() TIDE_REQUIRE_NCCL_ON_EVERY_RANK()
 
 template <typename T>
 std::vector<T> contribution(int rank, std::int64_t n) {

@@ -14,6 +14,46 @@ void fail_op(Engine& e, std::shared_ptr<Storage> out, StorageList reads = {}) {
        [](const OpContext&) { throw std::runtime_error("boom"); });
 }
 
+// An op that asks to hear of its skip (a collective that must not leave its
+// peers pairing with the next one) is called with ctx.skipped and no
+// storages; what it throws is ignored, and its outputs carry the input's
+// failure like any skipped op's.
+TEST_P(Errors, AnOpThatAsksIsToldOfItsSkip) {
+  EngineFixture e(GetParam());
+  auto x = buffer(*e), y = buffer(*e), z = buffer(*e);
+  fail_op(*e, x);
+  int told = 0, ran = 0, nreads = -1;
+  OpDesc op;
+  op.name = "notified";
+  op.device = cpu(0);
+  op.stream = static_cast<int>(StreamKind::comm);
+  op.reads.add(x);
+  op.writes.add(y);
+  op.notify_skip = true;
+  op.fn = [&](const OpContext& c) {
+    if (!c.skipped) {
+      ++ran;
+      return;
+    }
+    ++told;
+    nreads = c.nreads;
+    throw std::runtime_error("ignored");
+  };
+  e->push(std::move(op));
+  push(*e, "not_notified", cpu(0), StreamKind::compute, {x}, {z}, [&](const OpContext&) { ++ran; });
+  try {
+    e->wait_for(*y);
+    FAIL() << "no error";
+  } catch (const BackendError& err) {
+    EXPECT_EQ(err.provenance().op, "exploding_op");
+  }
+  EXPECT_THROW(e->wait_for(*z), BackendError);
+  EXPECT_EQ(told, 1);
+  EXPECT_EQ(nreads, 0);
+  EXPECT_EQ(ran, 0);
+  EXPECT_EQ(e->stats().ops_skipped, 2u);
+}
+
 TEST_P(Errors, SurfaceAtTheBarrierWithProvenance) {
   EngineFixture e(GetParam());
   auto x = buffer(*e);

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../gpu_ranks_util.h"
 #include "mpi_test.h"
 #include "train/trainer.h"
 
@@ -160,9 +161,7 @@ TEST(Trainer, BucketsReduceWhileBackwardComputes) {
 // cuBLAS for the products): f64, so that the two backends' different
 // summation orders stay far below the tolerance; then a resume on the GPU.
 TEST(Trainer, OnTheGpuMatchesTheCpu) {
-  if (!cuda_built() || cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device here";
-  if (!Communicator::nccl_built()) GTEST_SKIP() << "tide was built without NCCL";
-  if (rt().local_size() > cuda_device_count()) GTEST_SKIP() << "ranks share a GPU: NCCL needs one per rank";
+  TIDE_REQUIRE_NCCL_ON_EVERY_RANK();
   TrainConfig c = small_config();
   c.dtype = DType::f64;
   c.max_steps = 24;

@@ -36,6 +36,10 @@ constexpr Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
 int cuda_device_count();
 /// Whether this build has the CUDA backend.
 bool cuda_built();
+/// cuda:`device`'s UUID as 32 hex digits: the same physical GPU gives the
+/// same text in every process, whatever CUDA_VISIBLE_DEVICES numbers it
+/// (throws tide::DeviceError for a device this process does not have).
+std::string cuda_device_uuid(int device);
 /// Makes cuda:`device` the calling thread's current CUDA device (throws
 /// tide::DeviceError without it).
 void use_cuda_device(int device);

@@ -32,6 +32,12 @@ struct OpContext {
   Storage* const* writes = nullptr;
   int nreads = 0;
   int nwrites = 0;
+  /// Set only for an op with OpDesc::notify_skip that is being skipped (an
+  /// input failed, it was cancelled, or its stream could not order it): the
+  /// kernel is called with no storages, to react (a collective breaks its
+  /// communicator so peers are not left pairing with the wrong one); what
+  /// it throws is ignored, and its outputs are poisoned as for any skip.
+  bool skipped = false;
 
   template <typename T>
   const T* in(int i) const { return static_cast<const T*>(reads[i]->data()); }
@@ -68,6 +74,8 @@ struct OpDesc {
   StorageList reads;
   StorageList writes;
   std::source_location loc = std::source_location::current();
+  /// Call fn (with OpContext::skipped) when the op is skipped.
+  bool notify_skip = false;
 };
 
 /// One op's run on the backend, as the engine's timeline records it.

@@ -30,6 +30,11 @@ struct RuntimeOptions {
   /// Print from every rank (prefixed "[rank r]"), not only rank 0.
   /// TIDE_LOG_ALL_RANKS=1 sets it.
   bool log_all_ranks = false;
+  /// Let ranks of a node share a GPU when there are more ranks than GPUs
+  /// (TIDE_SHARE_GPUS=1). Off, init refuses such a job with a clear error:
+  /// NCCL needs one GPU per rank. Shared, collectives of GPU tensors are
+  /// not possible; the trainer's --device auto then uses the CPU.
+  bool share_gpus = false;
   static RuntimeOptions from_env();
 };
 
@@ -57,6 +62,10 @@ class Runtime {
   /// This rank's device: cuda:(local_rank % GPUs) when the engine has GPUs
   /// (made the frontend's current CUDA device at init), else cpu:0.
   Device device() const { return device_; }
+  /// Whether another rank of this node has the same physical GPU (by UUID,
+  /// so ranks that CUDA_VISIBLE_DEVICES gives one GPU each do not count as
+  /// sharing cuda:0). Possible only with share_gpus.
+  bool gpu_shared() const { return gpu_shared_; }
 
   /// A minibatch (see SyncPolicy); blocks at the in-flight-steps gate.
   /// First pushes a desync check of the world (Communicator::check_sync):
@@ -89,6 +98,7 @@ class Runtime {
   int local_rank_ = 0;
   int local_size_ = 1;
   Device device_ = cpu(0);
+  bool gpu_shared_ = false;
   std::shared_ptr<Communicator> world_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineScope> scope_;
