@@ -13,5 +13,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" >/dev/null
 ranks=${TIDE_RANKS:-2}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+# More ranks than GPUs (2 ranks on a one-GPU machine): let them start, and
+# the trainer's --device auto keeps the model on the CPU.
+export TIDE_SHARE_GPUS=${TIDE_SHARE_GPUS:-1}
 exec "$root/launch/tiderun" --local -np "$ranks" \
   "${TIDE_BUILD_DIR:-$root/build}/examples/train_data_parallel" --epochs 3 "$@"
