@@ -139,6 +139,9 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   widths.push_back(data.train.classes);
   const Device dev = cfg.device;
   e.check_device(dev);
+  // The timeline times host work: on a GPU that is a kernel's launch, not its
+  // run, so the overlap figures would mean nothing there.
+  const bool trace = cfg.trace && dev.is_cpu();
   // A batch (or a resumed value) from host memory onto the model's device.
   auto to_dev = [dev](const Tensor& host) { return dev.is_cpu() ? host : copy_to(host, dev); };
   Model model = make_model(widths, cfg.dtype, dev, cfg.seed);
@@ -270,7 +273,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   e.wait_all();
   e.reset_stats();
   e.take_trace();
-  e.set_tracing(cfg.trace);
+  e.set_tracing(trace);
 
   TrainResult res;
   res.first_step = start;
@@ -292,7 +295,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
 
   for (std::int64_t step = start; step < total; ++step) {
     if (step == start + warm) t_warm = now_s();
-    if (cfg.trace && step == start + warm + kTracedSteps) {
+    if (trace && step == start + warm + kTracedSteps) {
       // Enough steps for the overlap figures: stop recording (one barrier,
       // so that every traced step is complete).
       e.wait_all();
@@ -410,7 +413,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   res.stalled_ms = static_cast<double>(st.stalled_ns) / 1e6;
   res.peak_queued_bytes = st.peak_queued_bytes;
 
-  if (cfg.trace) {
+  if (trace) {
     // Per step: the span of its backward on the compute stream, and its
     // bucket ops on the comm stream (both found by push index).
     std::vector<TraceEvent> trace = e.take_trace();

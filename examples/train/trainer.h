@@ -35,7 +35,7 @@ struct TrainConfig {
   /// there from the host each step.
   Device device = cpu(0);
   std::uint64_t seed = 1;      // weights and data order
-  bool trace = true;           // record 200 steps of the timeline to measure overlap
+  bool trace = true;           // record 200 steps of the timeline to measure overlap (CPU only)
 
   /// Throws tide::ValueError naming the first bad field.
   void validate() const;
