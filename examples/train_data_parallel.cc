@@ -100,7 +100,13 @@ tide::Device pick_device(tide::Runtime& rt, const std::string& mode, std::string
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto rt = tide::Runtime::init(argc, argv);
+  std::unique_ptr<tide::Runtime> rt;
+  try {
+    rt = tide::Runtime::init(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "train_data_parallel: " << e.what() << "\n";
+    return 2;
+  }
   CLI::App app{"tide: data-parallel MLP training (run it under mpirun for several ranks)"};
   TrainConfig c;
   std::string data_dir, json, dtype = "f32";
