@@ -16,6 +16,12 @@
 namespace tide::test {
 namespace {
 
+// The local reduction's ops: the first reads up to kCapacity devices' tensors;
+// each later one reads kCapacity - 1 more and the buffer it adds to.
+constexpr int kFirst = StorageList::kCapacity, kLater = StorageList::kCapacity - 1;
+int local_reduce_ops(int devices) { return devices <= kFirst ? 1 : 1 + (devices - kFirst + kLater - 1) / kLater; }
+int local_reduce_op_of(int device) { return device < kFirst ? 0 : 1 + (device - kFirst) / kLater; }
+
 int engine_devices() { return static_cast<int>(rt().engine().devices().size()); }
 
 // Contributor g's element j: (g + 1) * (j % 7 + 1), exact in every dtype.
@@ -138,10 +144,9 @@ TEST(MultiDevice, RunsAsChunkedOpsOnCpu0CommStream) {
     across += name == "all_reduce";
     back += name == "all_reduce_write_back";
   }
-  const int chunks = (k + StorageList::kCapacity - 1) / StorageList::kCapacity;
-  EXPECT_EQ(local, chunks);
+  EXPECT_EQ(local, local_reduce_ops(k));
   EXPECT_EQ(across, 1);
-  EXPECT_EQ(back, chunks);
+  EXPECT_EQ(back, (k + StorageList::kCapacity - 1) / StorageList::kCapacity);
   check_values<float>(ts, ReduceOp::sum, k * world().size(), "traced");
 }
 
@@ -185,18 +190,18 @@ TEST(MultiDevice, WaitsForTheProducerOnEachDevice) {
   const float want = static_cast<float>(k * p * (k * p + 1) / 2);
   for (int d = 0; d < k; ++d)
     EXPECT_EQ(ts[static_cast<std::size_t>(d)].to_vector<float>(), std::vector<float>(1000, want)) << "cpu:" << d;
-  // The local reduction is one op per chunk of kCapacity devices, in device
-  // order on one stream: chunk d / kCapacity reads device d.
+  // The local reduction runs in device order on one stream: local op
+  // local_reduce_op_of(d) reads device d.
   std::vector<const TraceEvent*> local;
   for (const TraceEvent& ev : trace)
     if (std::string(ev.op) == "all_reduce_local") local.push_back(&ev);
   std::sort(local.begin(), local.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
-  ASSERT_EQ(static_cast<int>(local.size()), (k + StorageList::kCapacity - 1) / StorageList::kCapacity);
+  ASSERT_EQ(static_cast<int>(local.size()), local_reduce_ops(k));
   for (int d = 0; d < k; ++d) {
     const std::string stream = "cpu:" + std::to_string(d) + "/compute";
     const TraceEvent* fill = find_event(trace, "slow_fill", stream);
     ASSERT_NE(fill, nullptr) << stream;
-    EXPECT_LE(fill->end_ns, local[static_cast<std::size_t>(d / StorageList::kCapacity)]->start_ns)
+    EXPECT_LE(fill->end_ns, local[static_cast<std::size_t>(local_reduce_op_of(d))]->start_ns)
         << "the reduction read " << stream << "'s tensor before its producer ended";
   }
 }
