@@ -85,10 +85,15 @@ struct Communicator::Impl {
   /// GPUs' comm streams, not on the comm thread, and are not in the desync
   /// check's sequence. Frontend only.
   std::uint64_t next_device_seq = 0;
-  /// This communicator's NCCL communicator per GPU index, made at the
-  /// first collective on that GPU. Frontend only (kernels hold their own
-  /// reference).
-  std::vector<std::shared_ptr<detail::NcclComm>> nccl;
+  /// This communicator's NCCL communicators, made at the first collective
+  /// on a set of GPUs: one GPU for a one-tensor collective, the tensors'
+  /// GPUs in order for the several-device all-reduce. Frontend only
+  /// (kernels hold their own references).
+  struct NcclSet {
+    std::vector<int> devices;
+    std::vector<std::shared_ptr<detail::NcclComm>> comms;  // one per device
+  };
+  std::vector<NcclSet> nccl;
   std::atomic<bool> broken{false};
   std::mutex mutex;
   std::string broken_reason;  // guarded by mutex

@@ -445,15 +445,17 @@ void reduce_reads(const OpContext& c, std::int64_t n, DType dt, ReduceOp op, boo
 Engine& check_per_device(const std::vector<Tensor>& ts, ReduceOp op) {
   const char* name = "all_reduce_";
   if (ts.empty()) throw ValueError("all_reduce_: an empty list of tensors (one per device is expected)");
-  Engine& e = engine_of(ts[0], name);
+  if (!ts[0].defined()) throw UndefinedTensorError("all_reduce_: tensor 0 is undefined");
+  Engine& e = on_gpu(ts[0]) ? ts[0].engine() : engine_of(ts[0], name);
   for (std::size_t i = 0; i < ts.size(); ++i) {
     const Tensor& t = ts[i];
     const std::string which = "all_reduce_: tensor " + std::to_string(i);
-    if (on_gpu(t))
-      throw DeviceError(which + " is on " + t.device().str() +
-                        ": the several-device form reduces host tensors only (one GPU per rank: call "
-                        "all_reduce_ on its tensor)");
-    engine_of(t, name);  // defined, of the current engine (so e), on a cpu device
+    if (!t.defined()) throw UndefinedTensorError(which + " is undefined");
+    if (on_gpu(t) != on_gpu(ts[0]))
+      throw DeviceError(which + " is on " + t.device().str() + ", tensor 0 on " + ts[0].device().str() +
+                        ": all on cpu devices, or all on GPUs");
+    if (!on_gpu(t)) engine_of(t, name);  // on a cpu device
+    if (&t.engine() != &e) throw UsageError(which + " belongs to another engine than tensor 0");
     for (std::size_t j = 0; j < i; ++j)
       if (ts[j].device() == t.device())
         throw DeviceError(which + " is on " + t.device().str() + " like tensor " + std::to_string(j) +
@@ -473,6 +475,13 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   Engine& e = check_per_device(per_device, op);
   if (per_device.size() == 1) {
     all_reduce_(per_device[0], op, loc);
+    return;
+  }
+  if (on_gpu(per_device[0])) {
+    auto c = device_collective(*impl_, "all_reduce_", CollectiveKind::all_reduce, per_device[0], static_cast<int>(op),
+                               -1);
+    c.what.devices = static_cast<std::int32_t>(per_device.size());
+    detail::push_device_all_reduce(impl_, c, per_device, loc);
     return;
   }
   const std::int64_t n = per_device[0].numel();

@@ -30,6 +30,13 @@ struct DeviceCollective {
 void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
                             const Tensor& in, const Tensor& out, Loc loc);
 
+/// Frontend: the several-device all-reduce of CUDA tensors, one per GPU
+/// of this rank (distinct, checked by the caller): one NCCL communicator of
+/// size() x k members made for these GPUs at first use (in one NCCL group),
+/// then one op per GPU on its comm stream; avg divides by size() x k.
+void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+                            std::vector<Tensor>& per_device, Loc loc);
+
 /// Whether this build can run collectives on CUDA tensors.
 bool nccl_built();
 

@@ -160,8 +160,10 @@ ncclResult_t settle(ncclComm_t comm, Poller& poller) {
             ": a rank did not join it, pushed another collective, or is stuck; the NCCL communicator was aborted");
 }
 
-/// The init op's body, on cpu:0's comm thread.
-void init_nccl(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what) {
+/// The init op's body, on cpu:0's comm thread: one NCCL communicator of
+/// size x k members for this rank's k GPUs (member rank x k + i is GPU i),
+/// made in one NCCL group as NCCL asks of a thread that drives several GPUs.
+void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclComm>>& ncs, const CollectiveId& what) {
   impl.running(what);
   impl.check_usable();
   struct {
@@ -181,29 +183,55 @@ void init_nccl(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what)
         [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, impl.comm); });
   }
   liveness_leave();
-  const std::string name = what.str(impl.peers()) + " for cuda:" + std::to_string(nc.device);
+  std::string gpus;
+  for (const auto& nc : ncs) gpus += (gpus.empty() ? "cuda:" : ",cuda:") + std::to_string(nc->device);
+  const std::string name = what.str(impl.peers()) + " for " + gpus;
   if (msg.error[0]) impl.fail(name + ": rank 0 could not make an NCCL id: " + msg.error);
 
-  // NCCL binds a communicator to the calling thread's current GPU.
-  CurrentGpu gpu(nc.device);
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;  // so that a stuck init can be timed out and aborted
-  ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRankConfig(&comm, impl.size, msg.id, impl.rank, &config);
-  if ((r == ncclSuccess || r == ncclInProgress) && comm) {
-    Poller poller(impl.options.timeout_s);
-    r = settle(comm, poller);
+  const int k = static_cast<int>(ncs.size());
+  std::vector<ncclComm_t> comms(ncs.size(), nullptr);
+  auto abort_all = [&] {
+    for (ncclComm_t& c : comms)
+      if (c) ncclCommAbort(c);
+  };
+  ncclResult_t r = ncclSuccess;
+  {
+    // NCCL binds a communicator to the calling thread's current GPU.
+    CurrentGpu restore(ncs[0]->device);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // so that a stuck init can be timed out and aborted
+    if (k > 1) r = ncclGroupStart();
+    for (int i = 0; i < k && (r == ncclSuccess || r == ncclInProgress); ++i) {
+      if (cudaSetDevice(ncs[static_cast<std::size_t>(i)]->device) != cudaSuccess) {
+        cudaGetLastError();
+        r = ncclUnhandledCudaError;
+        break;
+      }
+      r = ncclCommInitRankConfig(&comms[static_cast<std::size_t>(i)], impl.size * k, msg.id, impl.rank * k + i,
+                                 &config);
+    }
+    if (k > 1) {
+      const ncclResult_t end = ncclGroupEnd();
+      if (r == ncclSuccess || r == ncclInProgress) r = end;
+    }
   }
+  Poller poller(impl.options.timeout_s);
+  for (std::size_t i = 0; i < comms.size() && (r == ncclSuccess || r == ncclInProgress); ++i)
+    r = comms[i] ? settle(comms[i], poller) : ncclInternalError;
   if (r != ncclSuccess) {
-    const std::string text = r == ncclInProgress ? "not done after the timeout (TIDE_COMM_TIMEOUT)" : nccl_text(r, comm);
-    if (comm) ncclCommAbort(comm);
+    const std::string text =
+        r == ncclInProgress ? "not done after the timeout (TIDE_COMM_TIMEOUT)" : nccl_text(r, comms[0]);
+    abort_all();
     impl.fail(name + ": ncclCommInitRankConfig failed on rank " + std::to_string(impl.rank) + ": " + text);
   }
-  if (cudaError_t e = cudaEventCreateWithFlags(&nc.done, cudaEventDisableTiming); e != cudaSuccess) {
-    ncclCommAbort(comm);
-    impl.fail(name + ": " + cuda_error_message(e, "cudaEventCreateWithFlags", __FILE__, __LINE__));
+  for (std::size_t i = 0; i < ncs.size(); ++i) {
+    CurrentGpu gpu(ncs[i]->device);
+    if (cudaError_t e = cudaEventCreateWithFlags(&ncs[i]->done, cudaEventDisableTiming); e != cudaSuccess) {
+      abort_all();
+      impl.fail(name + ": " + cuda_error_message(e, "cudaEventCreateWithFlags", __FILE__, __LINE__));
+    }
   }
-  nc.comm = comm;
+  for (std::size_t i = 0; i < ncs.size(); ++i) ncs[i]->comm = comms[i];
 }
 
 /// The collective op's body, on the GPU's comm stream worker.
@@ -276,30 +304,41 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
 
 bool nccl_built() { return true; }
 
-void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
-                            const Tensor& in, const Tensor& out, Loc loc) {
-  Engine& e = in.engine();
-  const int device = in.device().index;
-  if (impl->nccl.size() <= static_cast<std::size_t>(device)) impl->nccl.resize(static_cast<std::size_t>(device) + 1);
-  std::shared_ptr<NcclComm>& slot = impl->nccl[static_cast<std::size_t>(device)];
-  if (!slot) {
-    impl->check_usable();
+namespace {
+
+/// Frontend: this communicator's NCCL communicators for `devices` (one per
+/// GPU, in that order), made at their first use: an init op on the comm
+/// thread, waited for once (a counted blocker).
+const std::vector<std::shared_ptr<NcclComm>>& comms_for(const std::shared_ptr<Communicator::Impl>& impl, Engine& e,
+                                                       const std::vector<int>& devices, Loc loc) {
+  for (const auto& set : impl->nccl)
+    if (set.devices == devices) return set.comms;
+  impl->check_usable();
+  std::vector<std::shared_ptr<NcclComm>> ncs;
+  for (int d : devices) {
     auto nc = std::make_shared<NcclComm>();
-    nc->device = device;
+    nc->device = d;
     nc->timeout_s = impl->options.timeout_s;
-    const CollectiveId what = impl->begin(CollectiveKind::nccl_init);
-    auto token = e.allocate(cpu(0), 1);
-    push_comm(e, "nccl_init", {}, {token}, loc, [impl, nc, what](const OpContext&) { init_nccl(*impl, *nc, what); });
-    try {
-      e.wait_for(*token, "nccl_init", loc);
-    } catch (...) {
-      // The barrier may report an earlier failure elsewhere: a communicator
-      // made here is kept, so that no rank pushes a second init.
-      if (nc->comm) slot = nc;
-      throw;
-    }
-    slot = std::move(nc);
+    ncs.push_back(std::move(nc));
   }
+  const CollectiveId what =
+      impl->begin(CollectiveKind::nccl_init, -1, DType::f32, -1, -1, static_cast<int>(devices.size()));
+  auto token = e.allocate(cpu(0), 1);
+  push_comm(e, "nccl_init", {}, {token}, loc, [impl, ncs, what](const OpContext&) { init_nccl(*impl, ncs, what); });
+  try {
+    e.wait_for(*token, "nccl_init", loc);
+  } catch (...) {
+    // The barrier may report an earlier failure elsewhere: communicators
+    // made here are kept, so that no rank pushes a second init.
+    if (ncs[0]->comm) impl->nccl.push_back({devices, ncs});
+    throw;
+  }
+  impl->nccl.push_back({devices, std::move(ncs)});
+  return impl->nccl.back().comms;
+}
+
+void push_on_gpu(const std::shared_ptr<Communicator::Impl>& impl, const std::shared_ptr<NcclComm>& nc,
+                 const DeviceCollective& c, const Tensor& in, const Tensor& out, Loc loc) {
   OpDesc op;
   op.name = collective_kind_name(c.what.kind);
   op.device = in.device();
@@ -307,20 +346,39 @@ void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, con
   op.reads = {in.storage()};
   op.writes = {out.storage()};
   op.loc = loc;
-  op.fn = [impl, nc = slot, c](const OpContext& ctx) { run_collective(*impl, *nc, c, ctx); };
+  op.fn = [impl, nc, c](const OpContext& ctx) { run_collective(*impl, *nc, c, ctx); };
   op.notify_skip = true;
-  e.push(std::move(op));
+  in.engine().push(std::move(op));
+}
+
+}  // namespace
+
+void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+                            const Tensor& in, const Tensor& out, Loc loc) {
+  const auto& comms = comms_for(impl, in.engine(), {in.device().index}, loc);
+  push_on_gpu(impl, comms[0], c, in, out, loc);
+}
+
+void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+                            std::vector<Tensor>& per_device, Loc loc) {
+  std::vector<int> devices;
+  for (const Tensor& t : per_device) devices.push_back(t.device().index);
+  const auto& comms = comms_for(impl, per_device[0].engine(), devices, loc);
+  // One op per GPU, each on its own comm stream (and worker thread), so no
+  // thread drives two of the communicators and no NCCL group is needed.
+  for (std::size_t i = 0; i < per_device.size(); ++i) push_on_gpu(impl, comms[i], c, per_device[i], per_device[i], loc);
 }
 
 void release_device_comms(const std::shared_ptr<Communicator::Impl>& impl, Engine& e) {
-  for (std::size_t d = 0; d < impl->nccl.size(); ++d) {
-    if (!impl->nccl[d]) continue;
-    OpDesc op;
-    op.name = "nccl_release";
-    op.device = cuda(static_cast<int>(d));
-    op.stream = static_cast<int>(StreamKind::comm);
-    op.fn = [nc = impl->nccl[d]](const OpContext&) { nc->release(); };
-    e.push(std::move(op));
+  for (const auto& set : impl->nccl) {
+    for (const auto& nc : set.comms) {
+      OpDesc op;
+      op.name = "nccl_release";
+      op.device = cuda(nc->device);
+      op.stream = static_cast<int>(StreamKind::comm);
+      op.fn = [nc](const OpContext&) { nc->release(); };
+      e.push(std::move(op));
+    }
   }
 }
 

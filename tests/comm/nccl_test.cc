@@ -161,6 +161,32 @@ TEST(NcclCollectives, BadInputIsRefusedBeforeAnythingIsQueued) {
   EXPECT_EQ(rt().stats().ops_pushed, pushed + 1) << "only the cpu tensor's fill";
 }
 
+// Several GPUs in one rank: one tensor per GPU, one NCCL communicator over
+// every rank's GPUs. Needs a node to itself (each rank takes every GPU).
+TEST(NcclCollectives, SeveralGpusPerRankReduceTogether) {
+  TIDE_REQUIRE_NCCL();
+  const int gpus = cuda_device_count();
+  Tensor ok = from_vector(std::vector<std::int32_t>{gpus >= 2 && rt().local_size() == 1 ? gpus : 0});
+  world().all_reduce_(ok, ReduceOp::min);
+  const int k = ok.item<std::int32_t>();
+  if (k < 2) GTEST_SKIP() << "needs every rank alone on a node with 2 GPUs or more";
+  const int r = world().rank(), p = world().size();
+  const std::int64_t n = 1001;
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max}) {
+    std::vector<Tensor> ts;
+    for (int i = 0; i < k; ++i) ts.push_back(copy_to(from_vector(contribution<float>(r * k + i, n)), cuda(i)));
+    world().all_reduce_(ts, op);
+    for (int i = 0; i < k; ++i) {
+      EXPECT_EQ(ts[static_cast<std::size_t>(i)].device(), cuda(i));
+      std::vector<float> got = ts[static_cast<std::size_t>(i)].to_vector<float>();
+      std::int64_t wrong = 0;
+      for (std::int64_t j = 0; j < n; ++j)
+        if (got[static_cast<std::size_t>(j)] != expected_reduce<float>(op, p * k, j)) ++wrong;
+      EXPECT_EQ(wrong, 0) << reduce_op_name(op) << " on cuda:" << i;
+    }
+  }
+}
+
 // The reducer on GPU parameters: buckets of several gradients are packed,
 // reduced and unpacked on the GPU's comm stream.
 TEST(NcclCollectives, ReducerAveragesGradientsOnTheGpu) {

@@ -39,9 +39,8 @@
 // own). A wait past TIDE_COMM_TIMEOUT aborts the NCCL communicator and fails
 // with the collective's name, number, size and peer count. NCCL collectives
 // are numbered apart from the host ones and are not in the desync check;
-// barrier() orders host collectives only; the several-devices form of
-// all_reduce_ takes host tensors only. Without NCCL in the build, a CUDA
-// tensor gets tide::DeviceError.
+// barrier() orders host collectives only. Without NCCL in the build, a
+// CUDA tensor gets tide::DeviceError.
 //
 // Thread safety: like every op, call from the engine's frontend thread.
 #pragma once
@@ -116,10 +115,14 @@ class Communicator {
   /// a ValueError; all thrown before anything is queued). Every rank must
   /// pass the same number of tensors (not checked): avg divides by
   /// per_device.size() x size(). One tensor is the same as all_reduce_(t).
-  /// Runs on cpu:0's comm stream as a local reduction into a buffer, the
+  /// Host tensors: runs on cpu:0's comm stream as a local reduction into a buffer, the
   /// cross-rank all-reduce of that buffer, and a copy back to every tensor,
   /// so it waits for each tensor's producers on its own device's streams,
   /// and later readers and writers on those streams wait for it.
+  /// CUDA tensors (all of them, on distinct GPUs; NCCL): one NCCL
+  /// communicator over every rank's GPUs (member rank x k + i holds tensor
+  /// i), made at the first call for these GPUs, then one op per GPU on its
+  /// comm stream. Every GPU must be a member only once in the whole job.
   void all_reduce_(std::vector<Tensor>& per_device, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
   /// Out of place: a new tensor.
   Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
