@@ -60,6 +60,9 @@ struct SyncCheck {
   std::uint64_t count = 0;  // collectives pushed before this check
   std::uint64_t hash = 0;   // chained over all of them
   std::vector<detail::CollectiveSig> window;  // the first kWindow since base
+  // The same for the collectives on GPUs (NCCL), numbered apart.
+  std::uint64_t device_base = 0, device_count = 0, device_hash = 0;
+  std::vector<detail::CollectiveSig> device_window;
 };
 
 struct Communicator::Impl {
@@ -165,6 +168,9 @@ struct Communicator::Impl {
   std::uint64_t window_base = 0;
   std::vector<detail::CollectiveSig> window;  // reserved to kWindow
   std::uint64_t checks_posted = 0;
+  std::uint64_t device_hash = 0;  // GPU collectives: hash, first of the window, window
+  std::uint64_t device_window_base = 0;
+  std::vector<detail::CollectiveSig> device_window;
   // Frontend to comm thread.
   std::mutex check_mutex;
   std::deque<SyncCheck> check_queue;             // guarded by check_mutex
@@ -177,8 +183,9 @@ struct Communicator::Impl {
   bool check_in_flight = false;
   SyncCheck current;
   MPI_Request check_req = MPI_REQUEST_NULL;
-  /// The first exchange, per rank: count, hash, broken, decided, first skip.
-  static constexpr int kWords = 5;
+  /// The first exchange, per rank: count, hash, broken, decided, first skip,
+  /// GPU collectives' count and hash.
+  static constexpr int kWords = 7;
   std::array<std::uint64_t, kWords> check_mine{};
   std::vector<std::uint64_t> check_all;
   std::string check_failure;
@@ -240,6 +247,14 @@ struct Communicator::Impl {
       slot.seq.store(id.seq, std::memory_order_release);
     }
     return id;
+  }
+  /// Frontend, at every GPU collective's push (its id numbered by
+  /// next_device_seq): chained into the GPU collectives' own hash.
+  void note_device(const detail::CollectiveId& id) {
+    if (!check_enabled) return;
+    const detail::CollectiveSig s = id.sig();
+    device_hash = detail::chain_hash(device_hash, s);
+    if (device_window.size() < kWindow) device_window.push_back(s);
   }
   /// Turns checking on if `options` and the size allow it (at creation).
   void enable_checks();

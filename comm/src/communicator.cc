@@ -87,7 +87,7 @@ bool on_gpu(const Tensor& t) { return t.defined() && t.device().is_cuda(); }
 /// The frontend half of a collective on a CUDA tensor: refused at once in a
 /// build without NCCL; numbered apart from the host collectives.
 detail::DeviceCollective device_collective(Communicator::Impl& impl, const char* name, CollectiveKind kind,
-                                           const Tensor& t, int op, int root) {
+                                           const Tensor& t, int op, int root, int devices = 0) {
   if (!detail::nccl_built())
     throw DeviceError(std::string(name) + ": a tensor on " + t.device().str() +
                       " needs NCCL, and this build of tide has none (built without CUDA, or libnccl was not found)");
@@ -99,8 +99,10 @@ detail::DeviceCollective device_collective(Communicator::Impl& impl, const char*
   c.what.dtype = t.dtype();
   c.what.op = static_cast<std::int8_t>(op);
   c.what.root = root;
+  c.what.devices = devices;
   c.op = op >= 0 ? static_cast<ReduceOp>(op) : ReduceOp::sum;
   c.root = root;
+  impl.note_device(c.what);
   return c;
 }
 
@@ -479,8 +481,7 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   }
   if (on_gpu(per_device[0])) {
     auto c = device_collective(*impl_, "all_reduce_", CollectiveKind::all_reduce, per_device[0], static_cast<int>(op),
-                               -1);
-    c.what.devices = static_cast<std::int32_t>(per_device.size());
+                               -1, static_cast<int>(per_device.size()));
     detail::push_device_all_reduce(impl_, c, per_device, loc);
     return;
   }

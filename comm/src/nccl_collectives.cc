@@ -292,6 +292,13 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
       impl.fail(name_of(impl, what, nc.device) + ": " + cuda_error_message(q, "cudaEventQuery", __FILE__, __LINE__));
     }
     if (poller.periodic()) {
+      // A desync check (or another failure) broke the communicator while
+      // this waits: the peers are not coming.
+      if (impl.is_broken()) {
+        nc.abort();
+        throw CommError(name_of(impl, what, nc.device) + ": abandoned, the communicator broke while it waited: " +
+                        impl.failure());
+      }
       ncclResult_t state = ncclSuccess;
       if (ncclResult_t g = ncclCommGetAsyncError(nc.comm, &state); g != ncclSuccess) state = g;
       if (state != ncclSuccess && state != ncclInProgress) nccl_failed(impl, nc, what, "an asynchronous NCCL error", state);

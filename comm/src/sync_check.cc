@@ -35,13 +35,15 @@ using detail::CollectiveSig;
 
 namespace {
 
-// The second exchange: per rank, these words, then the window, then the
-// reason text.
+// The second exchange: per rank, these words, then the window, then the GPU
+// collectives' window, then the reason text.
 constexpr std::uint64_t kNone = ~std::uint64_t{0};
-constexpr std::size_t kHeaderWords = 6;  // base, count, hash, broken, window size, reason bytes
+// base, count, hash, broken, window size, reason bytes; then the GPU
+// collectives' base, count, hash and window size.
+constexpr std::size_t kHeaderWords = 10;
+constexpr std::size_t kWindowWords = 3 * Communicator::Impl::kWindow;
 constexpr std::size_t kReasonBytes = 512;
-constexpr std::size_t kRecordWords =
-    kHeaderWords + 3 * Communicator::Impl::kWindow + kReasonBytes / sizeof(std::uint64_t);
+constexpr std::size_t kRecordWords = kHeaderWords + 2 * kWindowWords + kReasonBytes / sizeof(std::uint64_t);
 
 }  // namespace
 
@@ -49,6 +51,7 @@ void Communicator::Impl::enable_checks() {
   check_enabled = options.desync_check && mpi && size > 1;
   if (!check_enabled) return;
   window.reserve(kWindow);
+  device_window.reserve(kWindow);
   history = std::make_unique<SigSlot[]>(kHistory);
   if (int rc = MPI_Comm_dup(comm, &check_comm); rc != MPI_SUCCESS) {
     check_enabled = false;
@@ -61,7 +64,9 @@ void Communicator::Impl::post_check(const std::shared_ptr<Impl>& self, Engine& e
   // Nothing pushed since the last check: nothing to compare, and no check,
   // so that ranks may take extra steps without collectives (the checks pair
   // up by the steps that pushed some).
-  if (!check_enabled || next_seq == window_base || check_failed.load(std::memory_order_acquire)) return;
+  if (!check_enabled || (next_seq == window_base && next_device_seq == device_window_base) ||
+      check_failed.load(std::memory_order_acquire))
+    return;
   SyncCheck c;
   c.index = checks_posted;
   c.base = window_base;
@@ -70,6 +75,12 @@ void Communicator::Impl::post_check(const std::shared_ptr<Impl>& self, Engine& e
   c.window.assign(window.begin(), window.end());
   window.clear();
   window_base = next_seq;
+  c.device_base = device_window_base;
+  c.device_count = next_device_seq;
+  c.device_hash = device_hash;
+  c.device_window.assign(device_window.begin(), device_window.end());
+  device_window.clear();
+  device_window_base = next_device_seq;
   {
     std::lock_guard<std::mutex> lock(check_mutex);
     check_queue.push_back(std::move(c));
@@ -104,8 +115,8 @@ void Communicator::Impl::start_check() {
     check_queue.pop_front();
   }
   ++checks_started;
-  check_mine = {current.count, current.hash, is_broken() ? 1u : 0u, decided,
-                skipped.empty() ? kNone : skipped.front()};
+  check_mine = {current.count,   current.hash, is_broken() ? 1u : 0u, decided,
+                skipped.empty() ? kNone : skipped.front(), current.device_count, current.device_hash};
   check_all.assign(kWords * static_cast<std::size_t>(size), 0);
   if (int rc = MPI_Iallgather(check_mine.data(), kWords, MPI_UINT64_T, check_all.data(), kWords, MPI_UINT64_T,
                               check_comm, &check_req);
@@ -168,7 +179,8 @@ void Communicator::Impl::judge_check() {
   bool agree = true;
   for (int r = 0; r < size; ++r) {
     const std::uint64_t* w = &check_all[kWords * static_cast<std::size_t>(r)];
-    agree = agree && w[0] == check_mine[0] && w[1] == check_mine[1] && w[2] == 0;
+    agree = agree && w[0] == check_mine[0] && w[1] == check_mine[1] && w[2] == 0 && w[5] == check_mine[5] &&
+            w[6] == check_mine[6];
   }
   const std::string skips = judge_skips();
   if (!skips.empty()) {
@@ -189,9 +201,15 @@ void Communicator::Impl::judge_check() {
   const std::string reason = check_mine[2] ? failure() : "";
   const std::size_t reason_bytes = std::min(reason.size(), kReasonBytes);
   mine[5] = reason_bytes;
+  mine[6] = current.device_base;
+  mine[7] = current.device_count;
+  mine[8] = current.device_hash;
+  mine[9] = current.device_window.size();
   for (std::size_t i = 0; i < current.window.size(); ++i)
     for (std::size_t w = 0; w < 3; ++w) mine[kHeaderWords + 3 * i + w] = current.window[i].w[w];
-  std::memcpy(&mine[kHeaderWords + 3 * kWindow], reason.data(), reason_bytes);
+  for (std::size_t i = 0; i < current.device_window.size(); ++i)
+    for (std::size_t w = 0; w < 3; ++w) mine[kHeaderWords + kWindowWords + 3 * i + w] = current.device_window[i].w[w];
+  std::memcpy(&mine[kHeaderWords + 2 * kWindowWords], reason.data(), reason_bytes);
   std::vector<std::uint64_t> all(kRecordWords * static_cast<std::size_t>(size));
   MPI_Request req;
   int rc = MPI_Iallgather(mine.data(), static_cast<int>(kRecordWords), MPI_UINT64_T, all.data(),
@@ -208,7 +226,7 @@ void Communicator::Impl::judge_check() {
   }
   if (rc != MPI_SUCCESS) check_mpi_failed(rc, "MPI_Iallgather");
 
-  std::vector<CheckRecord> records(static_cast<std::size_t>(size));
+  std::vector<CheckRecord> records(static_cast<std::size_t>(size)), device(records.size());
   for (std::size_t r = 0; r < records.size(); ++r) {
     const std::uint64_t* w = &all[kRecordWords * r];
     CheckRecord& rec = records[r];
@@ -219,10 +237,19 @@ void Communicator::Impl::judge_check() {
     rec.window.resize(std::min<std::uint64_t>(w[4], kWindow));
     for (std::size_t i = 0; i < rec.window.size(); ++i)
       for (std::size_t k = 0; k < 3; ++k) rec.window[i].w[k] = w[kHeaderWords + 3 * i + k];
-    rec.reason.assign(reinterpret_cast<const char*>(&w[kHeaderWords + 3 * kWindow]),
+    rec.reason.assign(reinterpret_cast<const char*>(&w[kHeaderWords + 2 * kWindowWords]),
                       std::min<std::uint64_t>(w[5], kReasonBytes));
+    CheckRecord& dev = device[r];  // never broken: the host record says that
+    dev.base = w[6];
+    dev.count = w[7];
+    dev.hash = w[8];
+    dev.window.resize(std::min<std::uint64_t>(w[9], kWindow));
+    for (std::size_t i = 0; i < dev.window.size(); ++i)
+      for (std::size_t k = 0; k < 3; ++k) dev.window[i].w[k] = w[kHeaderWords + kWindowWords + 3 * i + k];
   }
   std::string what = detail::diagnose(records);
+  if (const std::string gpu = detail::diagnose(device); !gpu.empty())
+    what = (what.empty() ? "" : what + "; ") + "in the collectives on GPUs (NCCL, numbered apart): " + gpu;
   if (what.empty()) what = "the ranks' collective sequences differ";  // cannot happen: they did not agree
   check_failure = what + " (desync check #" + std::to_string(current.index) + " on rank " + std::to_string(rank) +
                   " of " + peers() + ")";

@@ -38,7 +38,8 @@
 // a given collective (tide::Runtime::device() gives each rank of a node its
 // own). A wait past TIDE_COMM_TIMEOUT aborts the NCCL communicator and fails
 // with the collective's name, number, size and peer count. NCCL collectives
-// are numbered apart from the host ones and are not in the desync check;
+// are numbered apart from the host ones, and the desync check compares
+// them as a sequence of their own (a check is posted when either grew);
 // barrier() orders host collectives only. Without NCCL in the build, a
 // CUDA tensor gets tide::DeviceError.
 //
