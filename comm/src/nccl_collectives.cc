@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -36,10 +37,12 @@ class CurrentGpu {
   explicit CurrentGpu(int device) {
     if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
     if (prev_ != device) TIDE_CUDA_CHECK(cudaSetDevice(device));
-    if (prev_ == device) prev_ = -1;
   }
+  /// Restores the previous device, whatever the scope made current since.
   ~CurrentGpu() {
-    if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
+    int now = -1;
+    if (prev_ >= 0 && (cudaGetDevice(&now) != cudaSuccess || now != prev_) && cudaSetDevice(prev_) != cudaSuccess)
+      cudaGetLastError();
   }
   CurrentGpu(const CurrentGpu&) = delete;
   CurrentGpu& operator=(const CurrentGpu&) = delete;
@@ -368,12 +371,22 @@ void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, con
 
 void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
                             std::vector<Tensor>& per_device, Loc loc) {
+  Engine& e = per_device[0].engine();
+  if (per_device.size() > 1 && e.kind() == EngineKind::naive)
+    throw UsageError("all_reduce_: the naive engine runs one op at a time on one thread, so the NCCL calls of " +
+                     std::to_string(per_device.size()) +
+                     " GPUs would wait for each other; use the async engine for several GPUs per rank");
+  // The same GPUs in any order are the same communicator (sorted).
   std::vector<int> devices;
   for (const Tensor& t : per_device) devices.push_back(t.device().index);
-  const auto& comms = comms_for(impl, per_device[0].engine(), devices, loc);
+  std::sort(devices.begin(), devices.end());
+  const auto& comms = comms_for(impl, e, devices, loc);
   // One op per GPU, each on its own comm stream (and worker thread), so no
   // thread drives two of the communicators and no NCCL group is needed.
-  for (std::size_t i = 0; i < per_device.size(); ++i) push_on_gpu(impl, comms[i], c, per_device[i], per_device[i], loc);
+  for (Tensor& t : per_device) {
+    const auto at = std::lower_bound(devices.begin(), devices.end(), t.device().index) - devices.begin();
+    push_on_gpu(impl, comms[static_cast<std::size_t>(at)], c, t, t, loc);
+  }
 }
 
 void release_device_comms(const std::shared_ptr<Communicator::Impl>& impl, Engine& e) {

@@ -211,10 +211,13 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
     counters_->skipped.fetch_add(1, std::memory_order_relaxed);
     if (skip_reason && !cancelled) {
       // Not an input's failure (already recorded where it happened): the
-      // stream could not order or launch this op. wait_all reports it.
-      counters_->failed.fetch_add(1, std::memory_order_relaxed);
+      // stream could not order or launch this op. wait_all reports it,
+      // unless the device's failure (recorded first) already says it all.
       std::lock_guard<std::mutex> lock(counters_->mutex);
-      if (counters_->errors.size() < 1024) counters_->errors.push_back({poison, push_index});
+      if (!counters_->device_failures[static_cast<std::size_t>(stream_index / kStreamKinds)]) {
+        counters_->failed.fetch_add(1, std::memory_order_relaxed);
+        if (counters_->errors.size() < 1024) counters_->errors.push_back({poison, push_index});
+      }
     }
     if (op.notify_skip) {
       OpContext ctx{devices_[static_cast<std::size_t>(stream_index / kStreamKinds)],

@@ -164,16 +164,14 @@ void Stream::worker() {
       }
       // A failed wait leaves the op unordered: it must not run. Its outputs
       // are poisoned with the reason; a sticky error also marks the device
-      // failed.
+      // failed (first, so that the skip is not reported a second time).
+      if (sticky) hooks_.async_failure(*op, index_, error, false);
       hooks_.run(*op, index_, lane_->native(), error.empty() ? nullptr : error.c_str());
-      if (!sticky) error.clear();
       // The slot of this op's event held op seq - kRing's: it must be done.
       if (op->seq > cuda_backend::Lane::kRing) wait_until(op->seq - cuda_backend::Lane::kRing);
       // Without its event the op's completion cannot be seen: the stream is
       // lost, whatever the error.
-      std::string rec = lane_->record(op->seq);
-      if (error.empty()) error = std::move(rec);
-      if (!error.empty()) hooks_.async_failure(*op, index_, error, false);
+      if (std::string rec = lane_->record(op->seq); !rec.empty()) hooks_.async_failure(*op, index_, rec, false);
       launched_.store(op->seq, std::memory_order_seq_cst);
       if (waiters_.load(std::memory_order_seq_cst) > 0) {
         std::lock_guard<std::mutex> lock(mutex_);

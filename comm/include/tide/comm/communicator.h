@@ -123,7 +123,10 @@ class Communicator {
   /// CUDA tensors (all of them, on distinct GPUs; NCCL): one NCCL
   /// communicator over every rank's GPUs (member rank x k + i holds tensor
   /// i), made at the first call for these GPUs, then one op per GPU on its
-  /// comm stream. Every GPU must be a member only once in the whole job.
+  /// comm stream. Every GPU must be a member only once in the whole job;
+  /// the same GPUs in another order use the same NCCL communicator. The
+  /// naive engine refuses more than one GPU (tide::UsageError): it would
+  /// drive their NCCL calls one after the other from one thread.
   void all_reduce_(std::vector<Tensor>& per_device, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
   /// Out of place: a new tensor.
   Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum, Loc loc = Loc::current());
