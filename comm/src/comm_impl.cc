@@ -1,4 +1,5 @@
 #include "comm_impl.h"
+#include "device_collectives.h"
 #include "mpi_check.h"
 
 #include <sstream>
@@ -27,6 +28,7 @@ bool Poller::next() {
 }
 
 Communicator::Impl::~Impl() {
+  detail::release_device_comms_now(*this);
   if (!mpi) return;
   int finalized = 0;
   MPI_Finalized(&finalized);

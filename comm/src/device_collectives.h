@@ -48,4 +48,11 @@ bool nccl_built();
 /// instead, it would run whenever each rank's engine recycles the ops.
 void release_device_comms(const std::shared_ptr<Communicator::Impl>& impl, Engine& e);
 
+/// ~Impl, on whatever thread drops the communicator last (the Runtime's,
+/// after the engine is gone): finalizes every NCCL communicator not yet
+/// released, each set's members in one NCCL group (as NCCL asks of one
+/// thread that manages several), then destroys them (aborts past the
+/// timeout).
+void release_device_comms_now(Communicator::Impl& impl) noexcept;
+
 }  // namespace tide::detail

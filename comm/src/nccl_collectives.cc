@@ -389,6 +389,45 @@ void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, con
   }
 }
 
+void release_device_comms_now(Communicator::Impl& impl) noexcept {
+  for (const auto& set : impl.nccl) {
+    std::vector<NcclComm*> live;
+    for (const auto& nc : set.comms)
+      if (nc->comm && !nc->aborted.load()) live.push_back(nc.get());
+    if (live.empty()) continue;
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+    // Every member starts finalizing before any is waited for.
+    std::vector<ncclResult_t> state(live.size(), ncclInProgress);
+    ncclGroupStart();
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      if (cudaSetDevice(live[i]->device) != cudaSuccess) cudaGetLastError();
+      state[i] = ncclCommFinalize(live[i]->comm);
+    }
+    ncclGroupEnd();
+    Poller poller(live[0]->timeout_s);
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      if (state[i] == ncclSuccess) state[i] = ncclInProgress;  // ask: the group may still be at work
+      while (state[i] == ncclInProgress) {
+        if (ncclCommGetAsyncError(live[i]->comm, &state[i]) != ncclSuccess) state[i] = ncclInternalError;
+        if (state[i] == ncclInProgress && !poller.next()) break;
+      }
+    }
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      NcclComm& nc = *live[i];
+      if (cudaSetDevice(nc.device) != cudaSuccess) cudaGetLastError();
+      if (nc.done && cudaEventDestroy(nc.done) != cudaSuccess) cudaGetLastError();
+      nc.done = nullptr;
+      nc.aborted.store(true);
+      if (state[i] == ncclSuccess)
+        ncclCommDestroy(nc.comm);
+      else
+        ncclCommAbort(nc.comm);
+    }
+    if (prev >= 0 && cudaSetDevice(prev) != cudaSuccess) cudaGetLastError();
+  }
+}
+
 void release_device_comms(const std::shared_ptr<Communicator::Impl>& impl, Engine& e) {
   for (const auto& set : impl->nccl) {
     for (const auto& nc : set.comms) {

@@ -13,6 +13,8 @@ void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>&, const De
 
 void release_device_comms(const std::shared_ptr<Communicator::Impl>&, Engine&) {}
 
+void release_device_comms_now(Communicator::Impl&) noexcept {}
+
 void push_device_collective(const std::shared_ptr<Communicator::Impl>&, const DeviceCollective& c, const Tensor& in,
                             const Tensor&, Loc) {
   throw DeviceError(std::string(collective_kind_name(c.what.kind)) + ": a tensor on " + in.device().str() +
