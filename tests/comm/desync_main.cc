@@ -110,7 +110,16 @@ int main(int argc, char** argv) {
   // The first error a rank meets may be an earlier one that the desync
   // explains (MPI's truncation of a shorter all-reduce, rank 1's own failed
   // op): the world's failure then names the desync first.
-  const bool named = failure.find(want) != std::string::npos;
+  bool named = failure.find(want) != std::string::npos;
+  if (mode == "skip" && !named) {
+    // A rank judges the skip as soon as one peer has run collective #10:
+    // with 3 or more ranks, a slower peer may not have reached it yet, and
+    // the message then names the ranks known to have run it.
+    const std::string head = "collective #10 (all_reduce (1000 x f32, sum)) was skipped on rank 1, because its "
+                             "input comes from a failed op (that rank's error names it), and run on ";
+    for (int r = 0; r < rt->size() && !named; ++r)
+      if (r != 1) named = failure.find(head + "rank " + std::to_string(r) + ":") != std::string::npos;
+  }
   std::printf("[rank %d] caught %.0f ms after pushing step %d\n[rank %d] error: %s\n[rank %d] world: %s\n", rank,
               caught_ms, kBadStep, rank, error.c_str(), rank, failure.c_str());
   std::fflush(stdout);
