@@ -69,6 +69,9 @@ print(":".join(sorted(dirs)))
 PY
 )
   export LD_LIBRARY_PATH=$bundle/lib:$cuda_libs${pip_libs:+:$pip_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # One process, one GPU: NCCL's bootstrap needs no network, and the GPU
+  # machine may have none but loopback. Its warnings go to the logs.
+  export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu_machine.txt" 2>&1 || true
   status=0
   # GPU tests: every test with a GPU in its name, on the async and naive engines.
