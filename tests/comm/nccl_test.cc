@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "../gpu_ranks_util.h"
+#include "collective_values.h"
 #include "mpi_test.h"
 
 #include <tide/comm/reducer.h>
@@ -18,66 +19,26 @@ namespace {
 
 #define TIDE_REQUIRE_NCCL() TIDE_REQUIRE_NCCL_ON_EVERY_RANK()
 
-template <typename T>
-std::vector<T> contribution(int rank, std::int64_t n) {
-  std::vector<T> v(static_cast<std::size_t>(n));
-  for (std::int64_t j = 0; j < n; ++j) v[static_cast<std::size_t>(j)] = static_cast<T>((rank + 1) * (j % 7 + 1));
-  return v;
-}
-
-template <typename T>
-T expected_reduce(ReduceOp op, int size, std::int64_t j) {
-  const double unit = static_cast<double>(j % 7 + 1);
-  const double sum_ranks = size * (size + 1) / 2.0;
-  switch (op) {
-    case ReduceOp::sum: return static_cast<T>(sum_ranks * unit);
-    case ReduceOp::avg: return static_cast<T>(sum_ranks / size * unit);
-    case ReduceOp::max: return static_cast<T>(size * unit);
-    case ReduceOp::min: return static_cast<T>(unit);
-  }
-  return T{};
-}
 
 const std::int64_t kCounts[] = {0, 1, 1001, 1 << 20};
 
 Tensor on_gpu(const Tensor& host) { return copy_to(host, rt().device()); }
 
-template <typename T>
-void check_all_reduce(ReduceOp op) {
-  const int r = world().rank(), p = world().size();
-  for (std::int64_t n : kCounts) {
-    for (bool in_place : {true, false}) {
-      Tensor t = on_gpu(from_vector(contribution<T>(r, n)));
-      Tensor out = t;
-      if (in_place) {
-        world().all_reduce_(out, op);
-      } else {
-        out = world().all_reduce(t, op);
-      }
-      EXPECT_EQ(out.device(), rt().device());
-      std::vector<T> got = out.to_vector<T>();
-      std::int64_t wrong = 0;
-      for (std::int64_t j = 0; j < n; ++j)
-        if (got[static_cast<std::size_t>(j)] != expected_reduce<T>(op, p, j)) ++wrong;
-      EXPECT_EQ(wrong, 0) << reduce_op_name(op) << " n=" << n << (in_place ? " in place" : " out of place");
-      if (!in_place) {
-        EXPECT_EQ(t.to_vector<T>(), contribution<T>(r, n)) << "the input must be left alone";
-      }
-    }
-  }
-}
 
 TEST(NcclCollectives, AllReduceF32) {
   TIDE_REQUIRE_NCCL();
-  for (auto op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) check_all_reduce<float>(op);
+  for (auto op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min})
+    check_all_reduce<float>(op, rt().device(), kCounts);
 }
 TEST(NcclCollectives, AllReduceF64) {
   TIDE_REQUIRE_NCCL();
-  for (auto op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) check_all_reduce<double>(op);
+  for (auto op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min})
+    check_all_reduce<double>(op, rt().device(), kCounts);
 }
 TEST(NcclCollectives, AllReduceI32) {
   TIDE_REQUIRE_NCCL();
-  for (auto op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min}) check_all_reduce<std::int32_t>(op);
+  for (auto op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min})
+    check_all_reduce<std::int32_t>(op, rt().device(), kCounts);
 }
 
 TEST(NcclCollectives, BroadcastFromEveryRoot) {
