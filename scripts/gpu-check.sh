@@ -7,11 +7,13 @@
 #                                      # gpu-bundle/payload.tar.xz (git-ignored;
 #                                      # carry gpu-bundle: the carry limit is
 #                                      # 64 MiB, the files alone are more)
-#   scripts/gpu-check.sh run [OUT]     # there: GPU tests, async_basics on
-#                                      # cuda:0, the PyTorch peer and
-#                                      # bench_launch; JSON and logs in OUT
+#   scripts/gpu-check.sh run [DIR]     # there: GPU tests, async_basics,
+#                                      # bench_launch and the trainer on
+#                                      # cuda:0, the PyTorch peers; JSON,
+#                                      # logs and gpu_summary.json in DIR
 #
-# OUT defaults to $OUT (the folder that comes back) or docs/results/gpu.
+# DIR defaults to $OUT (the device machine's folder that comes back: then
+# one gpu-results.tgz plus gpu_summary.json) or docs/results/gpu.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bundle=$root/gpu-bundle
@@ -43,23 +45,33 @@ bundle)
       *) cp -L "$lib" "$bundle/lib/" ;;
     esac
   done
-  cp "$root/examples/peers/torch_async_basics.py" "$root/examples/peers/torch_train_mlp.py" "$bundle/"
+  cp "$root/examples/peers/torch_async_basics.py" "$root/examples/peers/torch_train_mlp.py" \
+    "$root/scripts/gpu_summary.py" "$bundle/"
+  { git -C "$root" rev-parse HEAD; git -C "$root" status --porcelain --untracked-files=no | grep -q . && echo dirty || true; } \
+    >"$bundle/commit.txt"
   grep -qx '/gpu-bundle/' "$root/.git/info/exclude" 2>/dev/null || echo '/gpu-bundle/' >>"$root/.git/info/exclude"
-  tar -C "$bundle" -cf - bin lib torch_async_basics.py torch_train_mlp.py | xz -T0 -6 >"$bundle/payload.tar.xz"
-  rm -rf "$bundle/bin" "$bundle/lib" "$bundle"/*.py
+  tar -C "$bundle" -cf - bin lib torch_async_basics.py torch_train_mlp.py gpu_summary.py commit.txt |
+    xz -T0 -6 >"$bundle/payload.tar.xz"
+  rm -rf "$bundle/bin" "$bundle/lib" "$bundle"/*.py "$bundle/commit.txt"
   du -sh "$bundle"
   echo "carry gpu-bundle, then run: scripts/gpu-check.sh run"
   ;;
 run)
-  out=${2:-${OUT:-$root/docs/results/gpu}}
-  mkdir -p "$out"
+  # Results go to DIR (default docs/results/gpu). On the device machine
+  # ($OUT set, at most 8 files come back) they are written to a scratch
+  # folder and packed as $OUT/gpu-results.tgz, with gpu_summary.json beside.
+  if [ -n "${2:-}" ]; then dest=$2; elif [ -n "${OUT:-}" ]; then dest=$OUT; else dest=$root/docs/results/gpu; fi
+  mkdir -p "$dest"
+  out=$dest
+  if [ -n "${OUT:-}" ] && [ "$dest" = "$OUT" ]; then out=$(mktemp -d)/gpu; mkdir -p "$out"; fi
   if [ ! -x "$bundle/bin/tide_core_tests" ] && [ -f "$bundle/payload.tar.xz" ]; then
     xz -dc "$bundle/payload.tar.xz" | tar -C "$bundle" -xf -
   fi
   [ -x "$bundle/bin/tide_core_tests" ] || { echo "gpu-check: no $bundle; make it with 'scripts/gpu-check.sh bundle'" >&2; exit 1; }
-  cuda_libs=/usr/local/cuda/lib64:/usr/local/cuda/lib
-  # The toolkit's cuBLAS, else the one PyTorch's wheels bring.
-  pip_libs=$(python3 - <<'PY' 2>/dev/null || true
+  cp "$bundle/commit.txt" "$out/bundle_commit.txt" 2>/dev/null || true
+  # Libraries for tide's binaries only (PyTorch keeps its own): the bundle's,
+  # then the toolkit's, then those of PyTorch's nvidia wheels (NCCL, cuBLAS).
+  pip_libs=$(python3 - <<'PY' 2>"$out/pip_libs.err" || true
 import glob, os, site
 dirs = set()
 for s in site.getsitepackages():
@@ -68,81 +80,48 @@ for s in site.getsitepackages():
 print(":".join(sorted(dirs)))
 PY
 )
-  export LD_LIBRARY_PATH=$bundle/lib:$cuda_libs${pip_libs:+:$pip_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  libs=$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${pip_libs:+:$pip_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  tide() { env LD_LIBRARY_PATH="$libs" timeout 240 "$@"; }
   # One process, one GPU: NCCL's bootstrap needs no network, and the GPU
   # machine may have none but loopback. Its warnings go to the logs.
   export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu_machine.txt" 2>&1 || true
+  # Before anything runs: every library of every binary must resolve.
+  for exe in "$bundle"/bin/*; do
+    echo "== $(basename "$exe")"
+    env LD_LIBRARY_PATH="$libs" ldd -r "$exe" 2>&1 | grep -E "not found|undefined symbol|libnccl|libcublas|libcudart|libstdc" || true
+  done >"$out/preflight.txt"
+  if grep -Eq "not found|undefined symbol" "$out/preflight.txt"; then
+    echo "gpu-check: libraries do not resolve on this machine (see preflight.txt):" >&2
+    grep -E "^==|not found|undefined symbol" "$out/preflight.txt" >&2
+  fi
   status=0
   # GPU tests: every test with a GPU in its name, on the async and naive engines.
-  "$bundle/bin/tide_core_tests" --gtest_filter='*Cuda*:*gpus*' --gtest_output="json:$out/gpu_core_tests.json" \
+  tide "$bundle/bin/tide_core_tests" --gtest_filter='*Cuda*:*gpus*' --gtest_output="json:$out/gpu_core_tests.json" \
     >"$out/gpu_core_tests.log" 2>&1 || status=1
-  "$bundle/bin/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' --gtest_output="json:$out/gpu_ops_tests.json" \
+  tide "$bundle/bin/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' --gtest_output="json:$out/gpu_ops_tests.json" \
     >"$out/gpu_ops_tests.log" 2>&1 || status=1
   # NCCL collectives and the reducer on cuda:0, in a one-rank world (no mpirun).
-  "$bundle/bin/tide_comm_tests" --gtest_filter='Nccl*' --gtest_output="json:$out/gpu_comm_tests.json" \
+  tide "$bundle/bin/tide_comm_tests" --gtest_filter='Nccl*' --gtest_output="json:$out/gpu_comm_tests.json" \
     >"$out/gpu_comm_tests.log" 2>&1 || status=1
-  "$bundle/bin/tide_train_tests" --gtest_filter='*Gpu*' --gtest_output="json:$out/gpu_train_tests.json" \
+  tide "$bundle/bin/tide_train_tests" --gtest_filter='*Gpu*' --gtest_output="json:$out/gpu_train_tests.json" \
     >"$out/gpu_train_tests.log" 2>&1 || status=1
   tail -n 3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log" "$out/gpu_comm_tests.log" "$out/gpu_train_tests.log" || true
   # Benchmarks, side by side: tide and PyTorch on the same GPU.
-  "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" | tee "$out/async_basics_cuda.txt" || status=1
-  python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" >/dev/null || status=1
-  "$bundle/bin/bench_launch" --device cuda:0 --json "$out/bench_launch.json" | tee "$out/bench_launch.txt" || status=1
+  tide "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" >"$out/async_basics_cuda.txt" 2>&1 || status=1
+  timeout 240 python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" \
+    >"$out/torch_async_basics.txt" 2>&1 || status=1
+  tide "$bundle/bin/bench_launch" --device cuda:0 --json "$out/bench_launch.json" >"$out/bench_launch.txt" 2>&1 || status=1
   # The training example on cuda:0 (one rank) and the same MLP in PyTorch.
-  "$bundle/bin/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
+  tide "$bundle/bin/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
     --json "$out/train_cuda.json" >"$out/train_cuda.txt" 2>&1 || status=1
-  python3 "$bundle/torch_train_mlp.py" --device cuda:0 --steps 600 --json "$out/torch_train_mlp.json" \
-    | tee "$out/torch_train_mlp.txt" || status=1
-  python3 - "$out" <<'PY' || status=1
-import json, sys, os
-out = sys.argv[1]
-status = 0
-s = {}
-
-
-def load(name):
-    return json.load(open(os.path.join(out, name)))
-
-
-def entry(key, make):
-    """One comparison; a missing or broken result is recorded, not fatal."""
-    global status
-    try:
-        s[key] = make()
-    except (OSError, KeyError, ValueError, ZeroDivisionError) as e:
-        s[key] = {"error": f"{type(e).__name__}: {e}"}
-        status = 1
-
-
-def tiny_ops():
-    t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
-    tide_op = t["increments"]["async_s"] / t["increments"]["count"] * 1e9
-    torch_op = p["increments"]["async_ns_per_op"]
-    return {"tide": tide_op, "torch": torch_op, "ratio": tide_op / torch_op, "target": "<= 0.5"}
-
-
-def matmul():
-    t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
-    a, b = t["matmul"]["tide_done_s"], p["matmul"]["torch_done_s"]
-    return {"tide": a, "torch": b, "ratio": a / b, "target": "<= 1.05"}
-
-
-def train():
-    a = load("train_cuda.json")["result"]["samples_per_s"]
-    b = load("torch_train_mlp.json")["result"]["samples_per_s"]
-    return {"tide": a, "torch": b, "ratio": a / b, "target": ">= 1.0"}
-
-
-entry("tiny_op_async_ns", tiny_ops)
-entry("matmul_done_s", matmul)
-entry("launch_throughput_vs_bare",
-      lambda: {"value": load("bench_launch.json")["throughput_vs_bare"], "target": ">= 0.9"})
-entry("train_samples_per_s", train)
-json.dump(s, open(os.path.join(out, "gpu_summary.json"), "w"), indent=2)
-print(json.dumps(s, indent=2))
-sys.exit(status)
-PY
+  timeout 240 python3 "$bundle/torch_train_mlp.py" --device cuda:0 --steps 600 --json "$out/torch_train_mlp.json" \
+    >"$out/torch_train_mlp.txt" 2>&1 || status=1
+  python3 "$bundle/gpu_summary.py" "$out" || status=1
+  if [ "$out" != "$dest" ]; then
+    tar -C "$out" -czf "$dest/gpu-results.tgz" .
+    cp "$out/gpu_summary.json" "$dest/" 2>/dev/null || true
+  fi
   exit $status
   ;;
 *)

@@ -36,6 +36,7 @@ def main():
     import torch
 
     dev = torch.device(a.device)
+    torch.cuda.set_device(dev)  # events and streams below are this device's
     torch.manual_seed(a.seed)
     # A generated task of the same shape as tide's: class centres plus noise.
     centres = torch.randn(a.classes, a.features) * 2.0
@@ -59,6 +60,13 @@ def main():
 
     order = torch.randperm(a.train_rows)
     steps_per_epoch = a.train_rows // a.batch
+    # Batches are gathered on the host into pinned buffers and copied without
+    # waiting (like tide's copy_to, which lets the frontend run ahead). A ring
+    # of buffers, each reused only once its copy has completed.
+    ring = 4
+    xbuf = [torch.empty(a.batch, a.features).pin_memory() for _ in range(ring)]
+    ybuf = [torch.empty(a.batch, dtype=torch.int64).pin_memory() for _ in range(ring)]
+    copied = [None] * ring
     losses = []
     t_warm = None
     for step in range(a.steps):
@@ -67,8 +75,15 @@ def main():
             t_warm = time.perf_counter()
         k = step % steps_per_epoch
         idx = order[k * a.batch:(k + 1) * a.batch]
-        x = rows[idx].to(dev)  # host gather, then a copy to the device
-        y = labels[idx].to(dev)
+        slot = step % ring
+        if copied[slot] is not None:
+            copied[slot].synchronize()  # waits only if the GPU is `ring` steps behind
+        torch.index_select(rows, 0, idx, out=xbuf[slot])  # host gather
+        torch.index_select(labels, 0, idx, out=ybuf[slot])
+        x = xbuf[slot].to(dev, non_blocking=True)
+        y = ybuf[slot].to(dev, non_blocking=True)
+        copied[slot] = torch.cuda.Event()
+        copied[slot].record()
         logits = model(x)
         loss = loss_fn(logits, y)
         opt.zero_grad(set_to_none=True)

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Summarises a gpu-check run: the GPU tests (a skip counts against them,
+except the ones that skip by design) and each benchmark ratio against its
+target. Writes gpu_summary.json in the results folder; exits 1 when a test
+failed or skipped unexpectedly, a result is missing, or a target is missed.
+
+Usage: gpu_summary.py RESULTS_DIR
+"""
+import json
+import math
+import os
+import sys
+
+# Tests that skip on a one-GPU machine by design.
+EXPECTED_SKIPS = {
+    "NcclCollectives.SeveralGpusPerRankReduceTogether",  # needs 2 GPUs or more
+    "Engines/CudaEngine.BarrierWaitsOnlyForItsProducer/naive",  # the naive engine cannot show it
+}
+
+
+def main():
+    out = sys.argv[1]
+    status = 0
+    s = {}
+
+    def load(name):
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+
+    def entry(key, make):
+        """One result; a missing or broken one is recorded, not fatal."""
+        nonlocal status
+        try:
+            s[key] = make()
+        except (OSError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+            s[key] = {"error": f"{type(e).__name__}: {e}"}
+            status = 1
+
+    def tests(name):
+        d = load(name)
+        ran, failed, skipped = 0, [], []
+        for suite in d.get("testsuites", []):
+            for t in suite.get("testsuite", []):
+                full = f"{suite['name']}.{t['name']}"
+                if t.get("result") == "SKIPPED" or t.get("status") == "NOTRUN":
+                    if full not in EXPECTED_SKIPS:
+                        skipped.append(full)
+                elif t.get("failures"):
+                    failed.append(full)
+                else:
+                    ran += 1
+        return {"passed": ran, "failed": failed, "unexpected_skips": skipped, "ok": not failed and not skipped}
+
+    def ratio(a, b, target, better):
+        """target: the bound; better: 'lower' or 'higher' ratios pass."""
+        r = a / b
+        if not math.isfinite(r):
+            raise ValueError(f"ratio {a} / {b} is not finite")
+        met = r <= target if better == "lower" else r >= target
+        return {"tide": a, "torch_or_base": b, "ratio": r,
+                "target": f"{'<=' if better == 'lower' else '>='} {target}", "met": met}
+
+    for name in ("gpu_core_tests.json", "gpu_ops_tests.json", "gpu_comm_tests.json", "gpu_train_tests.json"):
+        entry(name[:-5], lambda name=name: tests(name))
+
+    def tiny_ops():
+        t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
+        tide_op = t["increments"]["async_s"] / t["increments"]["count"] * 1e9
+        return ratio(tide_op, p["increments"]["async_ns_per_op"], 0.5, "lower")
+
+    def matmul():
+        t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
+        return ratio(t["matmul"]["tide_done_s"], p["matmul"]["torch_done_s"], 1.05, "lower")
+
+    def launch():
+        v = load("bench_launch.json")["throughput_vs_bare"]
+        return {"value": v, "target": ">= 0.9", "met": v >= 0.9}
+
+    def train():
+        a = load("train_cuda.json")["result"]["samples_per_s"]
+        b = load("torch_train_mlp.json")["result"]["samples_per_s"]
+        return ratio(a, b, 1.0, "higher")
+
+    entry("tiny_op_async_ns", tiny_ops)
+    entry("matmul_done_s", matmul)
+    entry("launch_throughput_vs_bare", launch)
+    entry("train_samples_per_s", train)
+    for v in s.values():
+        if isinstance(v, dict) and (v.get("ok") is False or v.get("met") is False):
+            status = 1
+    with open(os.path.join(out, "gpu_summary.json"), "w") as f:
+        json.dump(s, f, indent=2)
+    print(json.dumps(s, indent=2))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
