@@ -1,9 +1,12 @@
 // GradientReducer: bucket layout, reduced values, misuse, and that a bucket's
 // reduction is pushed, and starts, while backward is still computing.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -151,10 +154,33 @@ TEST(Reducer, FirstBucketReducesWhileBackwardComputes) {
   e.set_tracing(true);
   const std::uint64_t begin = e.pushed();
   Tensor d = randn(Shape{n, n});
+  auto comm_ops = [&e] {
+    for (const StreamStat& s : e.stats().streams)
+      if (s.name == "cpu:0/comm") return s.ops;
+    return std::uint64_t{0};
+  };
+  const std::uint64_t comm_before = comm_ops();
   for (int l = 2; l >= 0; --l) {
     r.push_gradient(l, matmul(d, x, true, false));
     // The rest of backward below this layer: a few matmuls of work.
     for (int k = 0; k < 4; ++k) d = matmul(d, w[static_cast<std::size_t>(l)]);
+  }
+  // The last backward op is a latch: it ends only once a comm-stream op has
+  // run, which it can only if the reducer pushed a bucket before it. So the
+  // timeline below does not depend on how the threads are scheduled.
+  std::atomic<bool> saw_comm{false};
+  {
+    OpDesc tail;
+    tail.name = "backward_tail";
+    tail.device = cpu(0);
+    tail.stream = static_cast<int>(StreamKind::compute);
+    tail.fn = [&](const OpContext&) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (comm_ops() == comm_before && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      saw_comm = comm_ops() > comm_before;
+    };
+    e.push(std::move(tail));
   }
   const std::uint64_t end = e.pushed();
   for (int l = 0; l < 3; ++l) r.reduced(l).wait_to_read();
@@ -175,6 +201,7 @@ TEST(Reducer, FirstBucketReducesWhileBackwardComputes) {
       last_compute_end = std::max(last_compute_end, ev.end_ns);
     }
   }
+  EXPECT_TRUE(saw_comm) << "no bucket ran on the comm stream while backward was still computing";
   ASSERT_NE(first_comm_push, UINT64_MAX) << "no reduction on the comm stream";
   EXPECT_LT(first_comm_push, last_compute_push) << "the first bucket must be pushed before backward ends";
   EXPECT_LT(first_comm_start, last_compute_end) << "the first bucket must start before backward ends";
