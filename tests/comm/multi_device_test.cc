@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "collective_values.h"
 #include "mpi_test.h"
 
 namespace tide::test {
@@ -23,28 +24,6 @@ int local_reduce_ops(int devices) { return devices <= kFirst ? 1 : 1 + (devices 
 int local_reduce_op_of(int device) { return device < kFirst ? 0 : 1 + (device - kFirst) / kLater; }
 
 int engine_devices() { return static_cast<int>(rt().engine().devices().size()); }
-
-// Contributor g's element j: (g + 1) * (j % 7 + 1), exact in every dtype.
-template <typename T>
-std::vector<T> contribution(int g, std::int64_t n) {
-  std::vector<T> v(static_cast<std::size_t>(n));
-  for (std::int64_t j = 0; j < n; ++j) v[static_cast<std::size_t>(j)] = static_cast<T>((g + 1) * (j % 7 + 1));
-  return v;
-}
-
-// op over contributors 0..n_contributors-1 at element j.
-template <typename T>
-T expected(ReduceOp op, int n_contributors, std::int64_t j) {
-  const double unit = static_cast<double>(j % 7 + 1);
-  const double sum = n_contributors * (n_contributors + 1) / 2.0;
-  switch (op) {
-    case ReduceOp::sum: return static_cast<T>(sum * unit);
-    case ReduceOp::avg: return static_cast<T>(sum / n_contributors * unit);
-    case ReduceOp::max: return static_cast<T>(n_contributors * unit);
-    case ReduceOp::min: return static_cast<T>(unit);
-  }
-  return T{};
-}
 
 /// One tensor per listed device; the tensor on the i-th listed device of
 /// rank r contributes g = r * devices.size() + i.
@@ -69,7 +48,7 @@ void check_values(const std::vector<Tensor>& ts, ReduceOp op, int n_contributors
     std::vector<T> got = ts[i].to_vector<T>();
     std::int64_t wrong = 0;
     for (std::size_t j = 0; j < got.size(); ++j)
-      if (got[j] != expected<T>(op, n_contributors, static_cast<std::int64_t>(j))) ++wrong;
+      if (got[j] != expected_reduce<T>(op, n_contributors, static_cast<std::int64_t>(j))) ++wrong;
     EXPECT_EQ(wrong, 0) << what << ", tensor " << i << " on " << ts[i].device().str() << ", first element "
                         << (got.empty() ? 0.0 : static_cast<double>(got[0]));
   }
@@ -218,7 +197,7 @@ TEST(MultiDevice, ConsumersOnEachDeviceSeeTheReducedValues) {
     ASSERT_EQ(doubled[static_cast<std::size_t>(d)].device(), cpu(d));
     std::vector<float> got = doubled[static_cast<std::size_t>(d)].to_vector<float>();
     for (std::size_t j = 0; j < got.size(); ++j)
-      ASSERT_EQ(got[j], 2 * expected<float>(ReduceOp::sum, k * p, static_cast<std::int64_t>(j))) << "cpu:" << d;
+      ASSERT_EQ(got[j], 2 * expected_reduce<float>(ReduceOp::sum, k * p, static_cast<std::int64_t>(j))) << "cpu:" << d;
   }
 }
 
@@ -242,7 +221,7 @@ TEST(MultiDevice, ALaterWriterWaitsForTheReduction) {
   for (std::size_t d = 0; d + 1 < ts.size(); ++d) {
     std::vector<float> got = ts[d].to_vector<float>();
     for (std::size_t j = 0; j < got.size(); ++j)
-      ASSERT_EQ(got[j], expected<float>(ReduceOp::sum, k * p, static_cast<std::int64_t>(j)) + 1) << "cpu:" << d;
+      ASSERT_EQ(got[j], expected_reduce<float>(ReduceOp::sum, k * p, static_cast<std::int64_t>(j)) + 1) << "cpu:" << d;
   }
   const TraceEvent* fill = find_event(trace, "slow_fill", "cpu:" + std::to_string(k - 1) + "/compute");
   ASSERT_NE(fill, nullptr);
