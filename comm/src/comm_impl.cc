@@ -2,6 +2,8 @@
 #include "device_collectives.h"
 #include "mpi_check.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -36,6 +38,7 @@ Communicator::Impl::~Impl() {
   // A check still in flight (or stuck) keeps its communicator: freeing it
   // under a pending request is not allowed.
   if (check_comm != MPI_COMM_NULL && free_in_destructor && !check_in_flight) MPI_Comm_free(&check_comm);
+  if (recheck_comm != MPI_COMM_NULL && free_in_destructor && !recheck_in_flight) MPI_Comm_free(&recheck_comm);
   if (!free_in_destructor || comm == MPI_COMM_NULL || is_broken()) return;
   MPI_Comm_free(&comm);
 }
@@ -65,18 +68,29 @@ void Communicator::Impl::check_usable() {
 }
 
 void Communicator::Impl::fail(const std::string& what, bool diagnosis) {
+  bool news = false;  // this communicator's first failure, or the desync that explains it
   for (Impl* p = this; p; p = p->parent.get()) {
     {
       std::lock_guard<std::mutex> lock(p->mutex);
       const std::string reason = p == this ? what : "in a communicator split from it: " + what;
       if (p->broken_reason.empty()) {
         p->broken_reason = reason;
+        news = news || p == this;
       } else if (diagnosis && !p->diagnosed) {
         p->broken_reason = reason + " (before it was found: " + p->broken_reason + ")";
+        news = news || p == this;
       }
       p->diagnosed = p->diagnosed || diagnosis;
     }
     p->broken.store(true, std::memory_order_release);
+  }
+  // Said at once, on the rank where it happened: the op's error reaches the
+  // frontend only at its next barrier, which may be long after (a step of
+  // compute, a check's wait), and a rank cut off from mpirun may be ended
+  // before it gets there.
+  if (news && mpi && size > 1) {
+    std::fprintf(stderr, "tide: rank %d: collective failure: %s\n", world_rank, what.c_str());
+    std::fflush(stderr);
   }
   throw CommError(what);
 }
@@ -150,6 +164,45 @@ void Communicator::Impl::timed_out(const CollectiveId& what, detail::RollCall& r
     os << ": " << absent;
   }
   fail(os.str());
+}
+
+std::chrono::steady_clock::time_point Communicator::Impl::deadline_after(
+    std::chrono::steady_clock::time_point began) const {
+  constexpr double kLongest_s = 1e9;  // about 30 years: "never", without overflow
+  const double s = std::min(std::max(options.timeout_s, 0.0), kLongest_s);
+  return began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+namespace {
+std::string bytes_text(std::size_t bytes) {
+  std::ostringstream os;
+  if (bytes >= (std::size_t{1} << 30)) {
+    os << static_cast<double>(bytes) / static_cast<double>(std::size_t{1} << 30) << " GiB";
+  } else if (bytes >= (std::size_t{1} << 20)) {
+    os << static_cast<double>(bytes) / static_cast<double>(std::size_t{1} << 20) << " MiB";
+  } else {
+    os << bytes / 1024.0 << " KiB";
+  }
+  return os.str();
+}
+}  // namespace
+
+std::string Communicator::Impl::overdue(const CollectiveId& what, std::size_t bytes, double arrived_s) const {
+  std::ostringstream os;
+  os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
+     << (parent ? "the " : "") << peers();
+  if (parent) os << " (world rank " << world_rank << ")";
+  os << ": every rank had arrived at it " << static_cast<double>(static_cast<long>(arrived_s * 1e4)) / 10
+     << " ms after it began, then MPI's blocking transfer of " << bytes_text(bytes)
+     << " did not complete; not heard from since: ";
+  for (int m = 0, listed = 0; m < size; ++m) {
+    if (m == rank) continue;
+    os << (listed++ ? ", " : "") << "rank " << m;
+    const int world = world_ranks.empty() ? m : world_ranks[static_cast<std::size_t>(m)];
+    if (parent) os << " (world rank " << world << ")";
+    if (const std::string note = detail::process_note(world); !note.empty()) os << " (" << note << ")";
+  }
+  return os.str();
 }
 
 void Communicator::Impl::arrive(const CollectiveId& what) {

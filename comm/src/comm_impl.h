@@ -20,6 +20,7 @@
 
 #include "desync.h"
 #include "liveness.h"
+#include "watchdog.h"
 
 namespace tide {
 
@@ -122,9 +123,11 @@ struct Communicator::Impl {
   /// non-blocking form, polled against the deadline. Large ones first check
   /// that every rank has arrived at the same collective (arrive) and then
   /// call MPI's blocking form: Open MPI's non-blocking collectives reach
-  /// well under half the bandwidth of its tuned blocking ones. Once all
-  /// ranks are in the same collective, the blocking call can only stall if a
-  /// peer dies, and then the launcher ends the job.
+  /// well under half the bandwidth of its tuned blocking ones. The blocking
+  /// call cannot be polled, so the process's watchdog holds its deadline
+  /// (watchdog.h): a peer that freezes or loses its link mid-transfer ends
+  /// the job at TIDE_COMM_TIMEOUT after the collective began, as a timeout
+  /// of a small one does.
   template <typename StartNonBlocking, typename Blocking>
   void collective(const detail::CollectiveId& what, std::size_t bytes, StartNonBlocking start, Blocking blocking) {
     if (bytes < kBlockingFromBytes) {
@@ -134,8 +137,16 @@ struct Communicator::Impl {
       detail::liveness_leave();
       return;
     }
+    const auto began = std::chrono::steady_clock::now();
     arrive(what);
-    if (int rc = blocking(); rc != MPI_SUCCESS) mpi_failed(rc, "the blocking MPI call", what);
+    int rc = MPI_SUCCESS;
+    {
+      const double arrived_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      detail::BlockingDeadline deadline(world_rank, deadline_after(began),
+                                        [this, what, bytes, arrived_s] { return overdue(what, bytes, arrived_s); });
+      rc = blocking();
+    }
+    if (rc != MPI_SUCCESS) mpi_failed(rc, "the blocking MPI call", what);
     detail::liveness_leave();
   }
   static constexpr std::size_t kBlockingFromBytes = 64 << 10;
@@ -154,6 +165,12 @@ struct Communicator::Impl {
   /// Fail a wait: members `gone` have vanished, or the deadline passed.
   [[noreturn]] void vanished(const detail::CollectiveId& what, const std::vector<int>& gone, double waited_s);
   [[noreturn]] void timed_out(const detail::CollectiveId& what, detail::RollCall& roll);
+  /// `began` plus the timeout (clamped, so that any TIDE_COMM_TIMEOUT fits).
+  std::chrono::steady_clock::time_point deadline_after(std::chrono::steady_clock::time_point began) const;
+  /// The watchdog's message for a blocking collective of `bytes` that every
+  /// rank arrived at after `arrived_s` and that is past its deadline. Called
+  /// on the watchdog thread: reads only what is fixed at creation, no MPI.
+  std::string overdue(const detail::CollectiveId& what, std::size_t bytes, double arrived_s) const;
   /// A polled, timed rendezvous of every rank that also compares what each
   /// is about to run (an all-gather of sequence number and signature): a
   /// mismatch fails here, on every rank, before any blocking MPI call.
@@ -176,18 +193,38 @@ struct Communicator::Impl {
   std::deque<SyncCheck> check_queue;             // guarded by check_mutex
   std::atomic<std::uint64_t> checks_ready{0};    // pushed on check_queue so far
   std::atomic<bool> check_failed{false};         // no more checks: one failed
-  // Comm thread only (set up before the comm thread can see this Impl).
-  MPI_Comm check_comm = MPI_COMM_NULL;  // a duplicate: checks never match data collectives
-  std::uint64_t checks_started = 0;
-  std::uint64_t checks_finished = 0;
-  bool check_in_flight = false;
-  SyncCheck current;
-  MPI_Request check_req = MPI_REQUEST_NULL;
   /// The first exchange, per rank: count, hash, broken, decided, first skip,
   /// GPU collectives' count and hash.
   static constexpr int kWords = 7;
   std::array<std::uint64_t, kWords> check_mine{};
   std::vector<std::uint64_t> check_all;
+  // Comm thread only (set up before the comm thread can see this Impl).
+  MPI_Comm check_comm = MPI_COMM_NULL;  // a duplicate: checks never match data collectives
+  std::uint64_t checks_started = 0;
+  std::uint64_t checks_finished = 0;
+  bool check_in_flight = false;
+  /// The check in flight has agreed on nothing: its second exchange (the
+  /// windows, to name the difference) is the one in flight now.
+  bool naming_difference = false;
+  std::chrono::steady_clock::time_point naming_since{};
+  std::vector<std::uint64_t> difference_mine, difference_all;
+  SyncCheck current;
+  MPI_Request check_req = MPI_REQUEST_NULL;
+  /// Re-exchanges of the skip words, on a communicator of their own
+  /// (recheck_comm) so that they never pair with a posted check: a check
+  /// that finds a skip not yet decided by every rank owes one, on every rank
+  /// alike (each saw the same words), and so does a recheck that finds the
+  /// same. They run from the same polls as the checks, whatever else is
+  /// posted, so a skip found after the last posted check is still judged.
+  MPI_Comm recheck_comm = MPI_COMM_NULL;
+  std::uint64_t rechecks_owed = 0;
+  bool recheck_in_flight = false;
+  MPI_Request recheck_req = MPI_REQUEST_NULL;
+  std::array<std::uint64_t, kWords> recheck_mine{};
+  std::vector<std::uint64_t> recheck_all;
+  std::chrono::steady_clock::time_point recheck_at{};
+  std::chrono::microseconds recheck_pause{0};
+
   std::string check_failure;
   // Comm thread: which collectives ran. A collective whose input comes from
   // a failed op is skipped by the engine (its kernel never runs): fine when
@@ -278,10 +315,22 @@ struct Communicator::Impl {
  private:
   void start_check();
   void judge_check();
+  /// Second exchange of a check whose ranks disagree; its end names the
+  /// difference (and fails).
+  void start_difference();
+  void name_difference();
+  void poll_recheck();
   /// A collective skipped on some ranks and run on others: the message, or
-  /// "" (and, once every rank skipped it, it is forgotten).
-  std::string judge_skips();
-  [[noreturn]] void check_timed_out(const char* during);
+  /// "" (and, once every rank skipped it, it is forgotten). `all`: the
+  /// gathered words; `undecided` is set when a rank skipped a collective
+  /// that another has not decided yet (a recheck is owed).
+  std::string judge_skips(const std::vector<std::uint64_t>& all, bool& undecided);
+  [[noreturn]] void fail_skips(const std::string& skips, const char* by);
+  [[noreturn]] void check_timed_out(const char* during, double waited_s);
+  /// How long the check ops wait for their peers: the timeout, or at most
+  /// kBrokenCheckWait_s once the communicator is broken.
+  double check_wait_s() const;
+  static constexpr double kBrokenCheckWait_s = 1.0;
   [[noreturn]] void check_mpi_failed(int rc, const char* expr);
 };
 

@@ -156,6 +156,7 @@ Communicator::~Communicator() {
       if (impl->is_broken()) return;
       impl->finish_checks();  // every member frees the group, so checks in flight complete
       if (impl->check_comm != MPI_COMM_NULL) TIDE_MPI_CHECK(MPI_Comm_free(&impl->check_comm));
+      if (impl->recheck_comm != MPI_COMM_NULL) TIDE_MPI_CHECK(MPI_Comm_free(&impl->recheck_comm));
       TIDE_MPI_CHECK(MPI_Comm_free(&impl->comm));
     };
     e->push(std::move(op));

@@ -65,10 +65,11 @@ std::uint64_t host_key() {
   return h;
 }
 
-/// Async-signal-safe: gone means no such process, or a zombie.
-bool pid_gone(long pid) {
-  if (pid <= 0) return false;
-  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH;
+/// Async-signal-safe: the state letter of /proc/PID/stat ('R', 'S', 'T',
+/// 'Z', ...), 'X' when there is no such process, '?' when it cannot be read.
+char pid_state(long pid) {
+  if (pid <= 0) return '?';
+  if (kill(static_cast<pid_t>(pid), 0) != 0) return errno == ESRCH ? 'X' : '?';
   char path[48] = "/proc/";
   char digits[24];
   int n = 0;
@@ -77,15 +78,21 @@ bool pid_gone(long pid) {
   while (n > 0) path[len++] = digits[--n];
   std::memcpy(path + len, "/stat", 6);
   const int fd = open(path, O_RDONLY);
-  if (fd < 0) return errno == ENOENT;
+  if (fd < 0) return errno == ENOENT ? 'X' : '?';
   char buf[512];
   const ssize_t got = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (got <= 0) return false;
+  if (got <= 0) return '?';
   // "pid (comm) S ...": the state follows the last ')'.
   for (ssize_t i = got - 1; i >= 0; --i)
-    if (buf[i] == ')') return i + 2 < got && (buf[i + 2] == 'Z' || buf[i + 2] == 'X');
-  return false;
+    if (buf[i] == ')') return i + 2 < got ? buf[i + 2] : '?';
+  return '?';
+}
+
+/// Async-signal-safe: gone means no such process, or a zombie.
+bool pid_gone(long pid) {
+  const char s = pid_state(pid);
+  return s == 'X' || s == 'Z';
 }
 
 // ---- The SIGTERM report (async-signal-safe) ---------------------------------
@@ -248,6 +255,22 @@ bool process_gone(int world_rank) {
   if (!g_ready || world_rank < 0 || world_rank >= g_world_size || world_rank == g_world_rank) return false;
   const auto r = static_cast<std::size_t>(world_rank);
   return g_same_host[r] && pid_gone(g_pid[r]);
+}
+
+std::string process_note(int world_rank) {
+  if (!g_ready || world_rank < 0 || world_rank >= g_world_size || world_rank == g_world_rank) return "";
+  const auto r = static_cast<std::size_t>(world_rank);
+  if (!g_same_host[r]) return "on another host";
+  switch (pid_state(g_pid[r])) {
+    case 'X':
+    case 'Z': return "its process is gone from this host";
+    case 'T': return "its process is stopped (SIGSTOP, Ctrl-Z)";
+    case 't': return "its process is stopped by a debugger";
+    case 'D': return "its process is in uninterruptible sleep (disk or swap)";
+    case 'R':
+    case 'S': return "its process is running on this host";
+    default: return "";
+  }
 }
 
 void RollCall::ask(const std::vector<int>& world_ranks, int me) {

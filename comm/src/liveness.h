@@ -46,6 +46,11 @@ bool process_gone(int world_rank);
 /// processes are gone from this host.
 std::vector<int> gone_members(const std::vector<int>& world_ranks, int me);
 
+/// What this host's /proc says of world rank `r`'s process ("its process is
+/// stopped (SIGSTOP, Ctrl-Z)", "on another host"), or "" for this rank or
+/// when unknown. Any thread; no MPI.
+std::string process_note(int world_rank);
+
 /// One collective's roll call (comm thread). Empty, and free, until asked.
 class RollCall {
  public:

@@ -6,6 +6,8 @@
 
 #include <tide/core/engine.h>
 
+#include "liveness.h"
+
 namespace tide::detail {
 
 template <typename Fn>
@@ -18,7 +20,16 @@ void push_comm(Engine& e, const char* name, StorageList reads, StorageList write
   op.reads = std::move(reads);
   op.writes = std::move(writes);
   op.loc = loc;
-  op.fn = std::move(fn);
+  // A kernel that throws has left its collective: the SIGTERM report and
+  // the roll-call answers must not place this rank inside it any more.
+  op.fn = [fn = std::move(fn)](const OpContext& c) {
+    try {
+      fn(c);
+    } catch (...) {
+      liveness_leave();
+      throw;
+    }
+  };
   e.push(std::move(op));
 }
 

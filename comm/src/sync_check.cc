@@ -53,10 +53,12 @@ void Communicator::Impl::enable_checks() {
   window.reserve(kWindow);
   device_window.reserve(kWindow);
   history = std::make_unique<SigSlot[]>(kHistory);
-  if (int rc = MPI_Comm_dup(comm, &check_comm); rc != MPI_SUCCESS) {
-    check_enabled = false;
-    fail("MPI_Comm_dup for the desync check failed on rank " + std::to_string(rank) + ": " +
-         detail::mpi_error_text(rc));
+  for (MPI_Comm* dup : {&check_comm, &recheck_comm}) {
+    if (int rc = MPI_Comm_dup(comm, dup); rc != MPI_SUCCESS) {
+      check_enabled = false;
+      fail("MPI_Comm_dup for the desync check failed on rank " + std::to_string(rank) + ": " +
+           detail::mpi_error_text(rc));
+    }
   }
 }
 
@@ -127,33 +129,75 @@ void Communicator::Impl::start_check() {
 
 void Communicator::Impl::poll_checks() {
   if (!check_enabled || check_failed.load(std::memory_order_relaxed)) return;
+  poll_recheck();
   if (!check_in_flight) {
     if (checks_started == checks_ready.load(std::memory_order_acquire)) return;
     start_check();
   }
   int done = 0;
   if (int rc = MPI_Test(&check_req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) check_mpi_failed(rc, "MPI_Test");
-  if (!done) return;
+  if (!done) {
+    // The second exchange is polled like the first (no exchange of the check
+    // blocks: a peer may be inside a blocking collective that needs this
+    // rank to progress), but it has a deadline of its own.
+    if (naming_difference &&
+        std::chrono::steady_clock::now() > deadline_after(naming_since))
+      check_timed_out("naming the difference", options.timeout_s);
+    return;
+  }
   check_in_flight = false;
-  ++checks_finished;
-  judge_check();
+  if (naming_difference) name_difference();  // fails
+  judge_check();  // may start the second exchange, and then is not finished
+  if (!check_in_flight) ++checks_finished;
+}
+
+void Communicator::Impl::poll_recheck() {
+  using clock = std::chrono::steady_clock;
+  if (!recheck_in_flight) {
+    if (rechecks_owed == 0 || clock::now() < recheck_at) return;
+    --rechecks_owed;
+    recheck_mine = {current.count, current.hash, 0, decided, skipped.empty() ? kNone : skipped.front(), 0, 0};
+    recheck_all.assign(kWords * static_cast<std::size_t>(size), 0);
+    if (int rc = MPI_Iallgather(recheck_mine.data(), kWords, MPI_UINT64_T, recheck_all.data(), kWords,
+                                MPI_UINT64_T, recheck_comm, &recheck_req);
+        rc != MPI_SUCCESS)
+      check_mpi_failed(rc, "MPI_Iallgather");
+    recheck_in_flight = true;
+  }
+  int done = 0;
+  if (int rc = MPI_Test(&recheck_req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) check_mpi_failed(rc, "MPI_Test");
+  if (!done) return;
+  recheck_in_flight = false;
+  bool undecided = false;
+  if (const std::string skips = judge_skips(recheck_all, undecided); !skips.empty()) fail_skips(skips, "a recheck");
+  if (undecided) {
+    // Still waiting for a rank to reach the collective: ask again, less
+    // often the longer it takes (a rank may be computing for a while).
+    ++rechecks_owed;
+    recheck_pause = std::min(std::chrono::microseconds(50000),
+                             std::max(std::chrono::microseconds(500), recheck_pause * 2));
+    recheck_at = clock::now() + recheck_pause;
+  } else {
+    recheck_pause = std::chrono::microseconds(0);
+  }
 }
 
 void Communicator::Impl::poll_all_checks() {
   for (Impl* p = this; p; p = p->parent.get()) p->poll_checks();
 }
 
-std::string Communicator::Impl::judge_skips() {
+std::string Communicator::Impl::judge_skips(const std::vector<std::uint64_t>& all, bool& undecided) {
   // s: the first collective some rank skipped and not every rank is known
   // to have skipped. A rank that has decided s (run or skipped it) either
   // skipped it too (its first unagreed skip is s) or ran it.
+  undecided = false;
   std::uint64_t s = kNone;
-  for (int r = 0; r < size; ++r) s = std::min(s, check_all[kWords * static_cast<std::size_t>(r) + 4]);
+  for (int r = 0; r < size; ++r) s = std::min(s, all[kWords * static_cast<std::size_t>(r) + 4]);
   if (s == kNone) return "";
   std::vector<int> ran, skippers;
   bool all_decided = true;
   for (int r = 0; r < size; ++r) {
-    const std::uint64_t* w = &check_all[kWords * static_cast<std::size_t>(r)];
+    const std::uint64_t* w = &all[kWords * static_cast<std::size_t>(r)];
     if (w[3] <= s) {
       all_decided = false;
     } else {
@@ -172,7 +216,17 @@ std::string Communicator::Impl::judge_skips() {
   // Skipped everywhere: the sequences still pair up. Every rank saw the same
   // words, so every rank forgets it here.
   if (all_decided && !skipped.empty() && skipped.front() == s) skipped.pop_front();
+  // Not every rank has reached it: a later exchange must judge it, and there
+  // may be no later check (they can all be posted and done before then).
+  undecided = !all_decided;
   return "";
+}
+
+void Communicator::Impl::fail_skips(const std::string& skips, const char* by) {
+  check_failure = skips + " (" + by + " of desync check #" + std::to_string(current.index) + " on rank " +
+                  std::to_string(rank) + " of " + peers() + ")";
+  check_failed.store(true, std::memory_order_release);
+  fail(check_failure, true);
 }
 
 void Communicator::Impl::judge_check() {
@@ -182,17 +236,17 @@ void Communicator::Impl::judge_check() {
     agree = agree && w[0] == check_mine[0] && w[1] == check_mine[1] && w[2] == 0 && w[5] == check_mine[5] &&
             w[6] == check_mine[6];
   }
-  const std::string skips = judge_skips();
-  if (!skips.empty()) {
-    check_failure = skips + " (desync check #" + std::to_string(current.index) + " on rank " + std::to_string(rank) +
-                    " of " + peers() + ")";
-    check_failed.store(true, std::memory_order_release);
-    fail(check_failure, true);
-  }
-  if (agree) return;
-  // Every rank saw the same words, so every rank is here: exchange what is
-  // needed to name the difference.
-  std::vector<std::uint64_t> mine(kRecordWords, 0);
+  bool undecided = false;
+  if (const std::string skips = judge_skips(check_all, undecided); !skips.empty()) fail_skips(skips, "the exchange");
+  if (undecided) ++rechecks_owed;
+  if (!agree) start_difference();
+}
+
+void Communicator::Impl::start_difference() {
+  // Every rank saw the same words, so every rank starts this exchange next:
+  // what is needed to name the difference.
+  std::vector<std::uint64_t>& mine = difference_mine;
+  mine.assign(kRecordWords, 0);
   mine[0] = current.base;
   mine[1] = current.count;
   mine[2] = current.hash;
@@ -210,22 +264,18 @@ void Communicator::Impl::judge_check() {
   for (std::size_t i = 0; i < current.device_window.size(); ++i)
     for (std::size_t w = 0; w < 3; ++w) mine[kHeaderWords + kWindowWords + 3 * i + w] = current.device_window[i].w[w];
   std::memcpy(&mine[kHeaderWords + 2 * kWindowWords], reason.data(), reason_bytes);
-  std::vector<std::uint64_t> all(kRecordWords * static_cast<std::size_t>(size));
-  MPI_Request req;
-  int rc = MPI_Iallgather(mine.data(), static_cast<int>(kRecordWords), MPI_UINT64_T, all.data(),
-                          static_cast<int>(kRecordWords), MPI_UINT64_T, check_comm, &req);
-  Poller poller(options.timeout_s);
-  for (int done = 0; rc == MPI_SUCCESS;) {
-    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS || done) break;
-    if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
-    if (!poller.next()) {
-      check_in_flight = true;  // the request stays pending: keep its communicator
-      check_timed_out("naming the difference");
-    }
-  }
-  if (rc != MPI_SUCCESS) check_mpi_failed(rc, "MPI_Iallgather");
+  difference_all.assign(kRecordWords * static_cast<std::size_t>(size), 0);
+  if (int rc = MPI_Iallgather(mine.data(), static_cast<int>(kRecordWords), MPI_UINT64_T, difference_all.data(),
+                              static_cast<int>(kRecordWords), MPI_UINT64_T, check_comm, &check_req);
+      rc != MPI_SUCCESS)
+    check_mpi_failed(rc, "MPI_Iallgather");
+  check_in_flight = true;
+  naming_difference = true;
+  naming_since = std::chrono::steady_clock::now();
+}
 
+void Communicator::Impl::name_difference() {
+  const std::vector<std::uint64_t>& all = difference_all;
   std::vector<CheckRecord> records(static_cast<std::size_t>(size)), device(records.size());
   for (std::size_t r = 0; r < records.size(); ++r) {
     const std::uint64_t* w = &all[kRecordWords * r];
@@ -275,15 +325,23 @@ void Communicator::Impl::check_mpi_failed(int rc, const char* expr) {
   fail(check_failure);
 }
 
-void Communicator::Impl::check_timed_out(const char* during) {
+void Communicator::Impl::check_timed_out(const char* during, double waited_s) {
   check_failed.store(true, std::memory_order_release);
   std::ostringstream os;
-  os << "desync check #" << current.index << " timed out " << during << " after " << options.timeout_s
+  os << "desync check #" << current.index << " timed out " << during << " after " << waited_s
      << " s on rank " << rank << " of " << peers()
      << ": a peer has not reached the matching check (each rank checks at step() or check_sync() when it "
         "pushed collectives since its last check, and those must match), or it is stuck";
   check_failure = os.str();
   fail(check_failure);
+}
+
+double Communicator::Impl::check_wait_s() const {
+  // Once the communicator is broken (a collective timed out, say) a check
+  // can only name a desync that explains the failure, and peers that are
+  // alive answer within milliseconds: they poll checks in their own waits.
+  // A full timeout here would double the time to report the failure.
+  return is_broken() ? std::min(options.timeout_s, kBrokenCheckWait_s) : options.timeout_s;
 }
 
 void Communicator::Impl::run_check(std::uint64_t index, std::uint64_t count) {
@@ -292,24 +350,31 @@ void Communicator::Impl::run_check(std::uint64_t index, std::uint64_t count) {
   // The comm stream runs in order: every collective pushed before this check
   // has run or been skipped by now.
   note_skipped_before(count);
-  Poller poller(options.timeout_s);
+  const double limit_s = check_wait_s();
+  Poller poller(limit_s);
   while (checks_finished < index) {
     poll_checks();
     if (checks_finished >= index) break;
     if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
-    if (!poller.next()) check_timed_out("waiting for the peers");
+    if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
   poll_checks();  // starts this one (unless a wait already did); a later poll finishes it
 }
 
 void Communicator::Impl::finish_checks() {
   if (check_failed.load(std::memory_order_relaxed)) return;
-  Poller poller(options.timeout_s);
-  while (checks_finished < checks_ready.load(std::memory_order_acquire)) {
+  const double limit_s = check_wait_s();
+  Poller poller(limit_s);
+  // Rechecks too: a skip judged undecided by the last check is judged here,
+  // once every rank has drained its collectives.
+  const auto pending = [&] {
+    return checks_finished < checks_ready.load(std::memory_order_acquire) || rechecks_owed > 0 || recheck_in_flight;
+  };
+  while (pending()) {
     poll_checks();
-    if (checks_finished >= checks_ready.load(std::memory_order_acquire)) break;
+    if (!pending()) break;
     if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
-    if (!poller.next()) check_timed_out("waiting for the peers");
+    if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
 }
 

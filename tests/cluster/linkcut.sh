@@ -11,12 +11,27 @@
 # 3. The link mended, the run resumed from that checkpoint (--resume): it must
 #    end with the same final loss and parameters, bit for bit, as run 1.
 #
+# $model (the mode's optional third argument) picks the trainer's model:
+#   small    --hidden 64 in f64: buckets under 64 KiB, MPI's non-blocking path
+#   default  the trainer's defaults (a user's first run): one bucket of about
+#            1.2 MB, on MPI's blocking path, whose deadline the watchdog holds
+#   wide     --hidden 1024,1024: a bucket of about 4.5 MB
+#
 # TIDE_CLUSTER_CUT_TIMEOUT (seconds, default 4): TIDE_COMM_TIMEOUT of these
 # runs. TIDE_CLUSTER_ABORT_TIMEOUT (default 5): tiderun's --abort-timeout.
 cut_timeout=${TIDE_CLUSTER_CUT_TIMEOUT:-4}
 abort_timeout=${TIDE_CLUSTER_ABORT_TIMEOUT:-5}
-steps=6000 every=200
-args=(--max-steps "$steps" --epochs 1000 --hidden 64 --dtype f64 --progress lines --log-every 100
+# How much later than TIDE_COMM_TIMEOUT after the cut a rank may report its
+# timeout: the collective began before the cut (so this is generous), and
+# the report is a file written on the rank's node, looked at every 0.1 s.
+slack=1
+case "${model:-small}" in
+  small) steps=6000 every=200 model_args=(--hidden 64 --dtype f64) ;;
+  default) steps=1200 every=100 model_args=() ;;
+  wide) steps=400 every=40 model_args=(--hidden 1024,1024) ;;
+  *) fail "unknown model '$model' (small, default or wide)" ;;
+esac
+args=(--max-steps "$steps" --epochs 1000 "${model_args[@]}" --progress lines --log-every 100
   --checkpoint-every "$every")
 rm -rf "$work"
 mkdir -p "$work"
@@ -52,6 +67,15 @@ while ! [ -e "$ck" ]; do
 done
 "$cluster" link node2 down
 t_cut=$(now)
+# When each rank's own output first holds a collective timeout (the files
+# are written on the rank's node as the lines come; looked at every 0.1 s).
+reported=("" "")
+while kill -0 "$job" 2>/dev/null; do
+  for r in 0 1; do
+    [ -z "${reported[$r]}" ] && grep -qs "timed out after" "$work/out/1/rank.$r/stderr" && reported[$r]=$(now)
+  done
+  sleep 0.1
+done
 status=0
 wait "$job" || status=$?
 t_exit=$(now)
@@ -71,7 +95,10 @@ for r in 0 1; do
   line=$(grep -m1 "timed out after" "$err" || true)
   [ -n "$line" ] || fail "rank $r's output has no collective timeout: $(cat "$err")"
   echo "$line" | grep -q "rank $r of" || fail "rank $r's timeout does not name it: $line"
-  echo "rank $r, $(since "$t_cut" "$(stat -c %.Y "$err")") s after the cut: ${line:0:240}"
+  after=$(since "$t_cut" "${reported[$r]:-$(stat -c %.Y "$err")}")
+  echo "rank $r, $after s after the cut: ${line:0:300}"
+  awk -v a="$after" -v b="$((cut_timeout + slack))" 'BEGIN { exit !(a <= b) }' ||
+    fail "rank $r reported its timeout $after s after the cut: later than TIDE_COMM_TIMEOUT $cut_timeout s + $slack s"
 done
 
 # The cut node's daemon goes once it can tell that mpirun is gone.
@@ -90,4 +117,4 @@ digest=$(field "$work/resumed.json" params_digest)
 echo "resumed at step $from: final loss $loss, parameters $digest"
 [ "$loss" = "$ref_loss" ] || fail "final loss $loss after the resume, $ref_loss uninterrupted"
 [ "$digest" = "$ref_digest" ] || fail "final parameters differ: $digest after the resume, $ref_digest uninterrupted"
-echo "OK: link cut at step >= $every: both ranks timed out, mpirun exited ($status); resumed from step $from to the same parameters"
+echo "OK ($model model): link cut at step >= $every: both ranks timed out, mpirun exited ($status); resumed from step $from to the same parameters"

@@ -8,7 +8,8 @@
 #   run_cluster_test.sh where WHERE_PROGRAM           # 2 nodes x 2 ranks, node-local ranks
 #   run_cluster_test.sh train TRAINER WORK_DIR        # 2 nodes x 1 rank and 1 node x 2 ranks,
 #                                                     # same final loss
-#   run_cluster_test.sh linkcut TRAINER WORK_DIR      # 2 nodes x 1 rank, node2's link cut mid-run:
+#   run_cluster_test.sh linkcut TRAINER WORK_DIR [small|default|wide]
+#                                                     # 2 nodes x 1 rank, node2's link cut mid-run:
 #                                                     # errors on both ranks, bounded exit, then
 #                                                     # --resume ends where an uninterrupted run does
 #
@@ -97,6 +98,7 @@ case "$mode" in
 
   linkcut)
     work=${3:?"linkcut needs a work directory"}
+    model=${4:-small}
     . "$here/linkcut.sh"
     ;;
 
