@@ -194,8 +194,9 @@ struct Communicator::Impl {
   std::atomic<std::uint64_t> checks_ready{0};    // pushed on check_queue so far
   std::atomic<bool> check_failed{false};         // no more checks: one failed
   /// The first exchange, per rank: count, hash, broken, decided, first skip,
-  /// GPU collectives' count and hash.
-  static constexpr int kWords = 7;
+  /// GPU collectives' count and hash, skips agreed (every skip below it was
+  /// found skipped on every rank and forgotten).
+  static constexpr int kWords = 8;
   std::array<std::uint64_t, kWords> check_mine{};
   std::vector<std::uint64_t> check_all;
   // Comm thread only (set up before the comm thread can see this Impl).
@@ -231,6 +232,11 @@ struct Communicator::Impl {
   // every rank skips it, a desync when only some do (the others wait in it).
   std::uint64_t decided = 0;                // collectives before this one ran or were skipped
   std::deque<std::uint64_t> skipped;        // skipped here, not yet seen skipped on every rank
+  /// One past the last skip found skipped on every rank (and popped from
+  /// `skipped`). Checks and rechecks interleave differently on each rank, so
+  /// a rank may have forgotten a skip that another still reports: this word
+  /// tells the judge that it skipped it too.
+  std::uint64_t agreed_skips = 0;
   static constexpr std::size_t kMaxSkipped = 1024;
 
   /// At the start of every collective's kernel (comm thread): the ones

@@ -13,10 +13,11 @@
 // The words: the count and hash of the collectives pushed (the same on
 // every rank whenever they are checked, however far each comm thread has
 // got), whether this rank's communicator is broken, and which collectives
-// its comm thread has decided so far (run or skipped) and the first it
-// skipped that not every rank is known to have skipped too. Those last two
-// depend on timing, so skips are compared only over collectives that every
-// rank involved has decided.
+// its comm thread has decided so far (run or skipped), the first it
+// skipped that not every rank is known to have skipped too, and how far the
+// skips known skipped everywhere go. Those depend on timing, so skips are
+// compared only over collectives that every rank involved has decided; a
+// skip that some rank has not decided yet is judged again by a recheck.
 //
 // When the ranks differ, every rank sees the same gathered words, so all of
 // them go on to a second all-gather (the windows and the reasons of ranks
@@ -117,8 +118,14 @@ void Communicator::Impl::start_check() {
     check_queue.pop_front();
   }
   ++checks_started;
-  check_mine = {current.count,   current.hash, is_broken() ? 1u : 0u, decided,
-                skipped.empty() ? kNone : skipped.front(), current.device_count, current.device_hash};
+  check_mine = {current.count,
+                current.hash,
+                is_broken() ? 1u : 0u,
+                decided,
+                skipped.empty() ? kNone : skipped.front(),
+                current.device_count,
+                current.device_hash,
+                agreed_skips};
   check_all.assign(kWords * static_cast<std::size_t>(size), 0);
   if (int rc = MPI_Iallgather(check_mine.data(), kWords, MPI_UINT64_T, check_all.data(), kWords, MPI_UINT64_T,
                               check_comm, &check_req);
@@ -156,7 +163,8 @@ void Communicator::Impl::poll_recheck() {
   if (!recheck_in_flight) {
     if (rechecks_owed == 0 || clock::now() < recheck_at) return;
     --rechecks_owed;
-    recheck_mine = {current.count, current.hash, 0, decided, skipped.empty() ? kNone : skipped.front(), 0, 0};
+    recheck_mine = {current.count, current.hash, 0, decided, skipped.empty() ? kNone : skipped.front(),
+                    0,             0,            agreed_skips};
     recheck_all.assign(kWords * static_cast<std::size_t>(size), 0);
     if (int rc = MPI_Iallgather(recheck_mine.data(), kWords, MPI_UINT64_T, recheck_all.data(), kWords,
                                 MPI_UINT64_T, recheck_comm, &recheck_req);
@@ -201,7 +209,7 @@ std::string Communicator::Impl::judge_skips(const std::vector<std::uint64_t>& al
     if (w[3] <= s) {
       all_decided = false;
     } else {
-      (w[4] == s ? skippers : ran).push_back(r);
+      (w[4] == s || w[7] > s ? skippers : ran).push_back(r);
     }
   }
   if (!ran.empty()) {
@@ -215,7 +223,10 @@ std::string Communicator::Impl::judge_skips(const std::vector<std::uint64_t>& al
   }
   // Skipped everywhere: the sequences still pair up. Every rank saw the same
   // words, so every rank forgets it here.
-  if (all_decided && !skipped.empty() && skipped.front() == s) skipped.pop_front();
+  if (all_decided && !skipped.empty() && skipped.front() == s) {
+    skipped.pop_front();
+    agreed_skips = std::max(agreed_skips, s + 1);
+  }
   // Not every rank has reached it: a later exchange must judge it, and there
   // may be no later check (they can all be posted and done before then).
   undecided = !all_decided;
