@@ -83,18 +83,20 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
   out << "\n";
 }
 
-/// A check for a real option that must be > 0, with a message that says
-/// so (CLI11's PositiveNumber prints the whole range of a double).
-CLI::Validator above_zero() {
+/// A check for a real option that must be > 0 (or >= 0), with a message
+/// that says so (CLI11's PositiveNumber and NonNegativeNumber print the
+/// whole range of a double, 300 digits).
+CLI::Validator real_check(bool zero_allowed) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [zero_allowed](std::string& text) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0))
-          return "must be a number greater than 0, got '" + text + "'";
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || (zero_allowed ? !(v >= 0) : !(v > 0)))
+          return std::string("must be a number ") + (zero_allowed ? "0 or more" : "greater than 0") + ", got '" +
+                 text + "'";
         return "";
       },
-      "> 0");
+      zero_allowed ? ">= 0" : "> 0");
 }
 
 /// --device: "cpu", "cuda" (this rank's GPU, Runtime::device()) or "auto"
@@ -139,11 +141,11 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-steps", c.max_steps, "stop after this many global steps (0: all epochs)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(real_check(true));
   app.add_option("--optimizer", c.optimizer, "sgd (with momentum) or adam")
       ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
-  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(above_zero());
+  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(real_check(false));
   app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: unbounded)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(CLI::PositiveNumber);
