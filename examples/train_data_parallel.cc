@@ -7,8 +7,10 @@
 //   build/examples/train_data_parallel --data ~/mnist --optimizer adam --lr 1e-3
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -19,6 +21,7 @@
 
 #include "common/json_writer.h"
 #include "common/machine.h"
+#include "train/options.h"
 #include "train/trainer.h"
 
 extern "C" void openblas_set_num_threads(int);  // OpenBLAS, the BLAS tide builds with
@@ -80,6 +83,22 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
   out << "\n";
 }
 
+/// A check for a real option that must be > 0 (or >= 0), with a message
+/// that says so (CLI11's PositiveNumber and NonNegativeNumber print the
+/// whole range of a double, 300 digits).
+CLI::Validator real_check(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || (zero_allowed ? !(v >= 0) : !(v > 0)))
+          return std::string("must be a number ") + (zero_allowed ? "0 or more" : "greater than 0") + ", got '" +
+                 text + "'";
+        return "";
+      },
+      zero_allowed ? ">= 0" : "> 0");
+}
+
 /// --device: "cpu", "cuda" (this rank's GPU, Runtime::device()) or "auto"
 /// (the GPU when every rank has one of its own and NCCL is built, else the
 /// CPU). The ranks decide together (a small all-reduce), since their
@@ -116,16 +135,17 @@ int main(int argc, char** argv) {
   std::string progress_mode = "auto", device = "auto";
   app.add_option("--data", data_dir, "MNIST directory (IDX files); default: a generated task")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--hidden", c.hidden, "hidden layer widths")->delimiter(',')->capture_default_str();
+  std::string hidden = "512,512";
+  app.add_option("--hidden", hidden, "hidden layer widths, comma-separated")->capture_default_str();
   app.add_option("--batch", c.batch, "rows per rank per step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-steps", c.max_steps, "stop after this many global steps (0: all epochs)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(real_check(true));
   app.add_option("--optimizer", c.optimizer, "sgd (with momentum) or adam")
       ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
-  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(real_check(false));
   app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: unbounded)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(CLI::PositiveNumber);
@@ -133,6 +153,9 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: every epoch)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint, if there is one");
+  app.add_flag("--overwrite", c.overwrite,
+               "start over even though --checkpoint holds a checkpoint, replacing it at the first write "
+               "(without --resume or --overwrite, an existing checkpoint stops the run)");
   app.add_option("--dtype", dtype, "f32 or f64")->capture_default_str()->check(CLI::IsMember({"f32", "f64"}));
   app.add_option("--seed", c.seed, "weights and data order")->capture_default_str();
   app.add_option("--train-rows", train_rows, "generated task: training rows")->capture_default_str()->check(CLI::PositiveNumber);
@@ -153,12 +176,24 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return rt->rank() == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 2);
+    // A bad argument is a usage error (status 2) whatever CLI11 numbers it.
+    const int code = rt->rank() == 0 ? app.exit(e) : e.get_exit_code();
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    c.hidden = parse_widths(hidden);
+  } catch (const std::invalid_argument& e) {
+    if (rt->rank() == 0) std::cerr << "--hidden: " << e.what() << "\n";
+    return 2;
   }
   c.dtype = dtype == "f64" ? tide::DType::f64 : tide::DType::f32;
   c.trace = !no_trace;
-  if (c.resume && c.checkpoint_dir.empty()) {
-    if (rt->rank() == 0) std::cerr << "--resume needs --checkpoint DIR\n";
+  if ((c.resume || c.overwrite) && c.checkpoint_dir.empty()) {
+    if (rt->rank() == 0) std::cerr << (c.resume ? "--resume" : "--overwrite") << " needs --checkpoint DIR\n";
+    return 2;
+  }
+  if (c.resume && c.overwrite) {
+    if (rt->rank() == 0) std::cerr << "give --resume (continue the checkpoint) or --overwrite (replace it), not both\n";
     return 2;
   }
   openblas_set_num_threads(blas_threads);

@@ -30,6 +30,20 @@ int env_int(const char* name, int def, int lo, int hi) {
                      ", " + std::to_string(hi) + "]");
   return static_cast<int>(x);
 }
+
+// An engine destroyed with backend errors nobody was shown: the work the
+// process did failed, so it must not end with status 0. A library cannot
+// exit from wherever the engine happens to be destroyed (inside main, a test
+// that goes on); an exit handler, registered once, sets the status when the
+// process ends. It runs first among the exit handlers (it is the last
+// registered), so it flushes stdio itself before _Exit.
+constexpr int kUnreportedErrorExitStatus = 1;
+std::atomic<bool> g_exit_failed{false};
+
+void exit_with_failure() {
+  std::fflush(nullptr);
+  std::_Exit(kUnreportedErrorExitStatus);
+}
 }  // namespace
 
 const char* engine_kind_name(EngineKind k) { return k == EngineKind::async ? "async" : "naive"; }
@@ -97,9 +111,13 @@ Engine::~Engine() {
   std::shared_ptr<const OpProvenance> first;
   for (auto& e : counters_->errors)
     if (++unreported == 1) first = e.prov;
-  if (first)
-    std::fprintf(stderr, "tide: engine destroyed with %zu unreported backend error(s); first: %s\n",
-                 unreported, BackendError(first).what());
+  if (first) {
+    std::fprintf(stderr,
+                 "tide: engine destroyed with %zu unreported backend error(s); first: %s\n"
+                 "tide: the process will exit with status %d\n",
+                 unreported, BackendError(first).what(), kUnreportedErrorExitStatus);
+    if (!g_exit_failed.exchange(true)) std::atexit(exit_with_failure);
+  }
 }
 
 void Engine::check_device(Device d) const {

@@ -1,11 +1,13 @@
 #include "checkpoint.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -15,6 +17,8 @@ namespace tide::train {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'I', 'D', 'E', 'C', 'K', 'P', '1'};
+// A write goes to checkpoint.tide.tmp.PID first.
+constexpr const char* kTemporarySuffix = ".tmp.";
 
 std::uint64_t fnv1a(const std::string& bytes) {
   std::uint64_t h = 1469598103934665603ull;
@@ -41,6 +45,7 @@ class Reader {
     pos_ += sizeof v;
     return v;
   }
+  std::size_t left() const { return b_.size() - pos_; }
   void bytes(void* dst, std::size_t n) {
     need(n);
     std::memcpy(dst, b_.data() + pos_, n);
@@ -87,7 +92,7 @@ void write_checkpoint(const std::string& dir, const CheckpointState& s) {
 
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create", dir, errno);
   const std::string path = checkpoint_path(dir);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string tmp = path + kTemporarySuffix + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) fail("cannot write", tmp, errno);
   std::size_t done = 0;
@@ -120,6 +125,40 @@ void write_checkpoint(const std::string& dir, const CheckpointState& s) {
   ::close(dfd);
 }
 
+StaleTemporaries prepare_checkpoint_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw std::runtime_error("checkpoint directory " + dir + " is a file, not a directory");
+  if (!fs::create_directories(dir, ec) && ec)
+    throw std::runtime_error("cannot create the checkpoint directory " + dir + ": " + ec.message());
+  // A file written and removed: the only test that holds for root, on
+  // read-only mounts and on network file systems alike.
+  const std::string probe = dir + "/.tide-write-test." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) fail("cannot write in the checkpoint directory", dir, errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+
+  StaleTemporaries stale;
+  const std::string prefix = std::string("checkpoint.tide") + kTemporarySuffix;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    // A writer still running on this host (another run sharing the directory) keeps its file.
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const auto size = fs::file_size(entry.path(), ec);
+    if (fs::remove(entry.path(), ec)) {
+      ++stale.files;
+      stale.bytes += ec ? 0 : size;
+    }
+  }
+  return stale;
+}
+
 std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
   const std::string path = checkpoint_path(dir);
   struct stat st {};
@@ -138,13 +177,19 @@ std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
   if (sum != fnv1a(body)) throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
   Reader r(body, path);
   CheckpointState s;
-  s.fingerprint.resize(r.get<std::uint32_t>());
+  // Lengths are checked against what the file holds before anything is
+  // allocated: a forged length must not become a huge allocation.
+  const auto fp_len = r.get<std::uint32_t>();
+  if (fp_len > r.left()) throw std::runtime_error(path + ": truncated checkpoint (fingerprint)");
+  s.fingerprint.resize(fp_len);
   r.bytes(s.fingerprint.data(), s.fingerprint.size());
   s.step = r.get<std::int64_t>();
-  s.tensors.resize(r.get<std::uint32_t>());
+  const auto count = r.get<std::uint32_t>();
+  if (count > r.left() / sizeof(std::uint64_t)) throw std::runtime_error(path + ": truncated checkpoint (tensor count)");
+  s.tensors.resize(count);
   for (auto& t : s.tensors) {
     const auto n = r.get<std::uint64_t>();
-    if (n > body.size() / sizeof(double)) throw std::runtime_error(path + ": truncated checkpoint");
+    if (n > r.left() / sizeof(double)) throw std::runtime_error(path + ": truncated checkpoint");
     t.resize(n);
     r.bytes(t.data(), n * sizeof(double));
   }

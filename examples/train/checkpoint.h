@@ -21,13 +21,27 @@ struct CheckpointState {
 /// DIR/checkpoint.tide.
 std::string checkpoint_path(const std::string& dir);
 
+/// What prepare_checkpoint_dir removed.
+struct StaleTemporaries {
+  int files = 0;
+  std::uintmax_t bytes = 0;
+};
+
+/// Makes `dir` ready for checkpoints before a run starts: creates it (with
+/// its parents), checks that a file can be written there, and removes the
+/// temporary files of writes that were killed (checkpoint.tide.tmp.PID whose
+/// process is gone from this host). Throws std::runtime_error naming the
+/// directory and what is wrong.
+StaleTemporaries prepare_checkpoint_dir(const std::string& dir);
+
 /// Writes `s` atomically, creating `dir` if needed. Throws std::runtime_error
 /// (with the path and errno text) on any failure.
 void write_checkpoint(const std::string& dir, const CheckpointState& s);
 
 /// The checkpoint in `dir`, or nullopt when there is none. Throws
 /// std::runtime_error when the file exists but is damaged (bad magic,
-/// truncated, checksum mismatch).
+/// truncated, checksum mismatch, a length longer than the file). The values
+/// themselves are the caller's to check.
 std::optional<CheckpointState> read_checkpoint(const std::string& dir);
 
 }  // namespace tide::train

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numeric>
@@ -80,7 +82,31 @@ Split make_generated(std::int64_t train_rows, std::int64_t test_rows, std::int64
   return s;
 }
 
+std::string content_digest(const Dataset& d) {
+  std::uint64_t h = 1469598103934665603ull;
+  // FNV-1a over 8-byte words: a byte at a time is slow for MNIST's 188 MB.
+  auto mix = [&h](const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, b + i, 8);
+      h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  mix(d.x.data(), d.x.size() * sizeof(float));
+  mix(d.y.data(), d.y.size() * sizeof(std::int32_t));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(d.rows) + " x " + std::to_string(d.features) + ", " + std::to_string(d.classes) +
+         " classes, fnv1a64:" + hex;
+}
+
 Idx read_idx(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::runtime_error(path + " is a directory, expected an IDX file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::ifstream gz(path + ".gz", std::ios::binary);
@@ -129,13 +155,30 @@ std::string find_idx(const std::string& dir, const std::string& stem, const std:
   return a;  // read_idx names it in its error
 }
 
+std::string dims_text(const std::vector<std::int64_t>& dims) {
+  std::string t;
+  for (auto v : dims) t += (t.empty() ? "" : " x ") + std::to_string(v);
+  return t;
+}
+
 Dataset mnist_part(const std::string& dir, const std::string& stem) {
-  Idx images = read_idx(find_idx(dir, stem + "-images", "idx3-ubyte"));
-  Idx labels = read_idx(find_idx(dir, stem + "-labels", "idx1-ubyte"));
-  if (images.dims.size() != 3 || labels.dims.size() != 1 || images.dims[0] != labels.dims[0])
-    throw std::runtime_error("MNIST " + stem + ": images and labels disagree (" +
-                             std::to_string(images.dims[0]) + " images, " + std::to_string(labels.dims[0]) +
-                             " labels)");
+  const std::string images_path = find_idx(dir, stem + "-images", "idx3-ubyte");
+  const std::string labels_path = find_idx(dir, stem + "-labels", "idx1-ubyte");
+  Idx images = read_idx(images_path);
+  Idx labels = read_idx(labels_path);
+  if (images.dims.size() != 3)
+    throw std::runtime_error(images_path + ": expected images x rows x columns (3 dimensions), the file has " +
+                             std::to_string(images.dims.size()) + " (" + dims_text(images.dims) + ")");
+  if (images.dims[1] == 0 || images.dims[2] == 0)
+    throw std::runtime_error(images_path + ": images of " + std::to_string(images.dims[1]) + " x " +
+                             std::to_string(images.dims[2]) + " pixels hold nothing to learn from");
+  if (labels.dims.size() != 1)
+    throw std::runtime_error(labels_path + ": expected one label per image (1 dimension), the file has " +
+                             std::to_string(labels.dims.size()) + " (" + dims_text(labels.dims) + ")");
+  if (images.dims[0] != labels.dims[0])
+    throw std::runtime_error("MNIST " + stem + ": images and labels disagree: " + images_path + " holds " +
+                             std::to_string(images.dims[0]) + " images, " + labels_path + " " +
+                             std::to_string(labels.dims[0]) + " labels");
   Dataset d;
   const std::int64_t features = images.dims[1] * images.dims[2];
   fill(d, images.dims[0], features, 10);

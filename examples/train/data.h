@@ -34,7 +34,8 @@ Split make_generated(std::int64_t train_rows, std::int64_t test_rows, std::int64
 /// t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte (uncompressed; a ".idx3-ubyte"
 /// spelling with a dot works too). Pixels scaled to [0, 1] and standardised
 /// with MNIST's mean and deviation. Throws std::runtime_error naming the file
-/// and what is wrong (missing, gzip-compressed, bad magic, sizes that disagree).
+/// and what is wrong (missing, a directory, gzip-compressed, bad magic, not
+/// N x rows x cols images or N labels, empty images, counts that disagree).
 Split load_mnist(const std::string& dir);
 
 /// Reads one IDX file: its dimensions and its unsigned bytes (the only
@@ -44,6 +45,10 @@ struct Idx {
   std::vector<std::uint8_t> data;
 };
 Idx read_idx(const std::string& path);
+
+/// A digest of the rows, labels and sizes of `d` ("rows x features, classes,
+/// fnv1a64:..."): the same data gives the same digest wherever it was read from.
+std::string content_digest(const Dataset& d);
 
 /// Which rows each rank uses at each step. Every epoch has its own seeded
 /// permutation of the training rows (the same on every rank); step t of an

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <optional>
 #include <ostream>
@@ -16,6 +17,7 @@
 #include <tide/ops/reduction.h>
 
 #include "checkpoint.h"
+#include "checkpoint_checks.h"
 
 namespace tide::train {
 
@@ -87,7 +89,7 @@ std::string fingerprint(const TrainConfig& c, const Split& data, int ranks) {
   for (auto h : c.hidden) os << "," << h;
   os << "," << data.train.classes << " dtype=" << dtype_name(c.dtype) << " opt=" << c.optimizer
      << " lr=" << c.lr << " momentum=" << c.momentum << " global_batch=" << c.batch * ranks
-     << " seed=" << c.seed << " data=" << data.description;
+     << " seed=" << c.seed << " data=" << content_digest(data.train);
   return os.str();
 }
 
@@ -120,6 +122,8 @@ void TrainConfig::validate() const {
   if (log_every < 1) bad("log interval must be >= 1");
   if (checkpoint_every < 0) bad("checkpoint interval must be >= 0");
   if (resume && checkpoint_dir.empty()) bad("resume needs a checkpoint directory");
+  if (overwrite && checkpoint_dir.empty()) bad("overwrite needs a checkpoint directory");
+  if (resume && overwrite) bad("resume continues the checkpoint and overwrite replaces it: give one, not both");
   if (dtype != DType::f32 && dtype != DType::f64) bad("dtype must be f32 or f64");
 }
 
@@ -169,44 +173,38 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
       for (Tensor& t : *v) all.push_back(&t);
     return all;
   };
-  constexpr std::size_t kExtra = 3;
 
-  // Resume: rank 0 reads and checks the checkpoint, then tells the others
-  // what it found (every failure is reported through that one broadcast, so
-  // no rank is left waiting).
-  const std::string fp = fingerprint(cfg, data, ranks);
+  // Rank 0 prepares the checkpoint directory and, to resume, reads and
+  // checks the checkpoint, then tells the others what it found (every
+  // failure is reported through that one broadcast, so no rank is left
+  // waiting).
+  const std::string fp = rank == 0 ? fingerprint(cfg, data, ranks) : "";
+  const std::vector<std::string> names = checkpoint_tensor_names(model.layers(), adam);
   std::int64_t start = 0, log_from = 0;
-  if (cfg.resume) {
+  if (!cfg.checkpoint_dir.empty()) {
     constexpr double kNone = 0, kOk = 1, kFailed = 2;  // what rank 0 found
     std::vector<double> meta{kNone, 0, 0, 0};
     std::string why;
     std::optional<CheckpointState> ck;
     if (rank == 0) {
       try {
-        ck = read_checkpoint(cfg.checkpoint_dir);
-        if (ck && ck->fingerprint != fp)
-          throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " is of another run:\n  it has  " +
-                                   ck->fingerprint + "\n  this is " + fp);
-        auto all = everything();
-        if (ck && ck->tensors.size() != all.size() + kExtra)
-          throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " holds " +
-                                   std::to_string(ck->tensors.size()) + " tensors, expected " +
-                                   std::to_string(all.size() + kExtra));
-        for (std::size_t i = 0; ck && i < all.size(); ++i)
-          if (static_cast<std::int64_t>(ck->tensors[i].size()) != all[i]->numel())
-            throw std::runtime_error("checkpoint tensor " + std::to_string(i) + " has " +
-                                     std::to_string(ck->tensors[i].size()) + " values, expected " +
-                                     std::to_string(all[i]->numel()));
-        if (ck && (ck->tensors[all.size()].size() != ck->tensors[all.size() + 1].size() ||
-                   ck->tensors[all.size()].empty() || ck->tensors[all.size() + 2].size() != 1))
-          throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " has malformed interval sums");
-        if (ck && ck->step > total)
-          throw std::runtime_error("the checkpoint in " + cfg.checkpoint_dir + " is at step " +
-                                   std::to_string(ck->step) + ", past the end of this run (" +
-                                   std::to_string(total) + " steps)");
-        if (ck)
+        const StaleTemporaries stale = prepare_checkpoint_dir(cfg.checkpoint_dir);
+        if (stale.files > 0 && progress.out)
+          *progress.out << "removed " << stale.files << " temporary file(s) ("
+                        << fmt("%.1f", static_cast<double>(stale.bytes) / 1e6) << " MB) left in " << cfg.checkpoint_dir
+                        << " by an interrupted checkpoint write\n";
+        const std::string path = checkpoint_path(cfg.checkpoint_dir);
+        if (!cfg.resume && !cfg.overwrite && std::filesystem::exists(path))
+          throw std::runtime_error(path + " already holds a checkpoint: continue it with --resume, replace it "
+                                   "with --overwrite, or give another --checkpoint directory");
+        if (cfg.resume) ck = read_checkpoint(cfg.checkpoint_dir);
+        if (ck) {
+          ResumeExpectation want{cfg.checkpoint_dir, fp, {}, names, total};
+          for (Tensor* t : everything()) want.state_sizes.push_back(t->numel());
+          check_resumable(*ck, want);
           meta = {kOk, static_cast<double>(ck->step), ck->tensors.back()[0],
                   static_cast<double>(ck->tensors[everything().size()].size())};
+        }
       } catch (const std::exception& ex) {
         why = ex.what();
         meta = {kFailed, 0, 0, 0};
@@ -216,7 +214,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
     comm.broadcast_(m, 0);
     meta = m.to_vector<double>();
     if (meta[0] == kFailed)
-      throw std::runtime_error(rank == 0 ? why : "rank 0 could not resume from " + cfg.checkpoint_dir);
+      throw std::runtime_error(rank == 0 ? why : "rank 0 could not use the checkpoint directory " + cfg.checkpoint_dir);
     if (meta[0] == kOk) {
       start = static_cast<std::int64_t>(meta[1]);
       log_from = static_cast<std::int64_t>(meta[2]);
@@ -252,7 +250,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
       if (progress.out)
         *progress.out << "resuming from " << checkpoint_path(cfg.checkpoint_dir) << " at step " << start
                       << (start == total ? ": the run is already complete" : "") << "\n";
-    } else if (progress.out) {
+    } else if (cfg.resume && progress.out) {
       *progress.out << "no checkpoint in " << cfg.checkpoint_dir << ": starting from step 0\n";
     }
   }
@@ -388,6 +386,10 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
           ck.tensors.push_back(loss_per_rank.to_vector<double>());
           ck.tensors.push_back(correct_per_rank.to_vector<double>());
           ck.tensors.push_back({static_cast<double>(log_from)});
+          if (const std::string nan = first_non_finite(ck.tensors, names); !nan.empty())
+            throw std::runtime_error("training diverged: after step " + std::to_string(step + 1) + " there is " + nan +
+                                     " (a smaller --lr may help); not writing that over the checkpoint in " +
+                                     cfg.checkpoint_dir);
           write_checkpoint(cfg.checkpoint_dir, ck);
         } catch (const std::exception& ex) {
           why = ex.what();

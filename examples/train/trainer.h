@@ -29,6 +29,10 @@ struct TrainConfig {
   std::string checkpoint_dir;  // empty: no checkpoints
   int checkpoint_every = 0;    // steps; 0: at the end of every epoch
   bool resume = false;         // start from checkpoint_dir's checkpoint, if any
+  /// Without resume, a checkpoint already in checkpoint_dir stops the run
+  /// (it would be replaced); with overwrite the run starts over and its
+  /// first checkpoint replaces it.
+  bool overwrite = false;
   DType dtype = DType::f32;
   /// Where the model, its gradients and the optimizer state live: a GPU
   /// (its collectives then go through NCCL) or cpu:0. Batches are copied

@@ -89,6 +89,37 @@ bool gpu_shared_on_node(MPI_Comm node, int local_rank, int local_size, const Run
   return sharing > 0;
 }
 
+/// A variable holding a whole number, or 0.
+long env_count(const char* name) {
+  const char* v = env(name);
+  if (!v) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' ? n : 0;
+}
+
+/// Launchers that start several processes without MPI's start-up (srun
+/// without an MPI plugin, torchrun): each process would find no MPI and run
+/// as a world of one rank, training alone while looking like a job.
+void refuse_launch_without_mpi() {
+  const char* slurm_var = env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
+  const long slurm_tasks = env_count(slurm_var);
+  if (slurm_tasks > 1 && env("SLURM_PROCID"))
+    throw UsageError(std::string(slurm_var) + "=" + std::to_string(slurm_tasks) + " and SLURM_PROCID=" +
+                     env("SLURM_PROCID") + ": this is one of " + std::to_string(slurm_tasks) +
+                     " tasks that Slurm started, but not through MPI (no PMI or PMIx in the environment), so "
+                     "it would run alone as a world of one rank. Launch with srun --mpi=pmix (srun --mpi=list "
+                     "shows what this cluster has), or with mpirun -np " +
+                     std::to_string(slurm_tasks) + " (or launch/tiderun) inside the allocation");
+  const long world_size = env_count("WORLD_SIZE");
+  if (world_size > 1 && env("RANK"))
+    throw UsageError("WORLD_SIZE=" + std::to_string(world_size) + " and RANK=" + env("RANK") +
+                     " (as torchrun sets them): this is one of " + std::to_string(world_size) +
+                     " processes, but MPI did not start it, so it would run alone as a world of one rank. "
+                     "tide takes its ranks from MPI: launch with mpirun -np " + std::to_string(world_size) +
+                     " or launch/tiderun -np " + std::to_string(world_size));
+}
+
 }  // namespace
 
 bool launched_by_mpi() {
@@ -251,6 +282,7 @@ std::unique_ptr<Runtime> Runtime::init(int& argc, char** argv) {
   argc = out;
   argv[argc] = nullptr;
   if (launched_by_mpi()) return std::unique_ptr<Runtime>(new Runtime(o, MpiTag{}));
+  refuse_launch_without_mpi();
   return std::make_unique<Runtime>(o);
 }
 

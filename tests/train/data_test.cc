@@ -11,6 +11,7 @@
 
 #include "train/checkpoint.h"
 #include "train/data.h"
+#include "train/options.h"
 
 namespace tide::train {
 namespace {
@@ -105,6 +106,72 @@ TEST(Mnist, BadFilesAreNamed) {
   EXPECT_NE(message().find("gzip"), std::string::npos) << message();
   write_bytes(d.path / "t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 7, 3, 1});
   EXPECT_NE(message().find("disagree"), std::string::npos) << message();
+  EXPECT_NE(message().find("t10k-images-idx3-ubyte holds 2 images"), std::string::npos) << message();
+  EXPECT_NE(message().find("t10k-labels-idx1-ubyte 3 labels"), std::string::npos) << message();
+}
+
+TEST(Mnist, MisshapenFilesAreNamedWithWhatIsWrong) {
+  TempDir d;
+  auto message = [&] {
+    try {
+      load_mnist(d.path.string());
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string images = (d.path / "train-images-idx3-ubyte").string();
+  const std::string labels = (d.path / "train-labels-idx1-ubyte").string();
+  write_tiny_mnist(d.path, "train");
+  write_tiny_mnist(d.path, "t10k");
+  // 2 images of 6 pixels as a 2-D file: its count matches the labels.
+  write_bytes(images, {0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 6, 0, 255, 10, 20, 30, 40, 1, 2, 3, 4, 5, 6});
+  EXPECT_NE(message().find(images + ": expected images x rows x columns (3 dimensions), the file has 2 (2 x 6)"),
+            std::string::npos)
+      << message();
+  write_bytes(images, {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0});
+  EXPECT_NE(message().find(images + ": images of 0 x 0 pixels"), std::string::npos) << message();
+  write_tiny_mnist(d.path, "train");
+  write_bytes(labels, {0, 0, 8, 2, 0, 0, 0, 2, 0, 0, 0, 1, 7, 3});
+  EXPECT_NE(message().find(labels + ": expected one label per image (1 dimension), the file has 2 (2 x 1)"),
+            std::string::npos)
+      << message();
+  fs::remove(labels);
+  fs::create_directory(labels);
+  EXPECT_NE(message().find(labels + " is a directory, expected an IDX file"), std::string::npos) << message();
+}
+
+TEST(Mnist, TheSameDataHasTheSameDigestWhateverItsPath) {
+  TempDir d;
+  write_tiny_mnist(d.path, "train");
+  write_tiny_mnist(d.path, "t10k");
+  const std::string a = content_digest(load_mnist(d.path.string()).train);
+  EXPECT_EQ(a, content_digest(load_mnist(d.path.string() + "/").train));
+  EXPECT_EQ(a, content_digest(load_mnist((d.path / "." / "").string()).train));
+  write_bytes(d.path / "train-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 2, 7, 4});
+  EXPECT_NE(a, content_digest(load_mnist(d.path.string()).train)) << "one label changed";
+}
+
+TEST(Widths, AreWholeNumbersAtLeastOneWithNothingEmpty) {
+  EXPECT_EQ(parse_widths("512,256"), (std::vector<std::int64_t>{512, 256}));
+  EXPECT_EQ(parse_widths("64"), (std::vector<std::int64_t>{64}));
+  auto message = [](const std::string& text) {
+    try {
+      parse_widths(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("64,,32").find("'64,,32': width 2 is empty"), std::string::npos) << message("64,,32");
+  EXPECT_NE(message(",64").find("width 1 is empty"), std::string::npos);
+  EXPECT_NE(message("64,").find("width 2 is empty"), std::string::npos);
+  EXPECT_NE(message("").find("no width"), std::string::npos);
+  EXPECT_NE(message("64,x").find("width 2 (x) is not a whole number"), std::string::npos);
+  EXPECT_NE(message("64, 32").find("is not a whole number"), std::string::npos);
+  EXPECT_NE(message("0").find("must be at least 1"), std::string::npos);
+  EXPECT_NE(message("-4").find("must be at least 1"), std::string::npos);
+  EXPECT_NE(message("99999999999999999999").find("too large"), std::string::npos);
 }
 
 TEST(Checkpoint, RoundTripsAndRejectsDamage) {
@@ -132,6 +199,81 @@ TEST(Checkpoint, RoundTripsAndRejectsDamage) {
   EXPECT_THROW(read_checkpoint(dir), std::runtime_error);
   write_bytes(path, {'n', 'o', 'p', 'e', 0, 0, 0, 0, 0, 0, 0, 0});
   EXPECT_THROW(read_checkpoint(dir), std::runtime_error);
+}
+
+/// A checkpoint file of `body` behind the magic, with a valid checksum.
+void write_forged(const std::string& path, const std::string& body) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : body) h = (h ^ c) * 1099511628211ull;
+  std::string file = "TIDECKP1" + body;
+  file.append(reinterpret_cast<const char*>(&h), sizeof h);
+  std::ofstream(path, std::ios::binary) << file;
+}
+
+template <typename T>
+std::string bytes_of(T v) {
+  return std::string(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+TEST(Checkpoint, ForgedLengthsAreRefusedBeforeAnyAllocation) {
+  TempDir d;
+  const std::string dir = d.path.string(), path = checkpoint_path(dir);
+  auto message = [&] {
+    try {
+      read_checkpoint(dir);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  write_forged(path, bytes_of<std::uint32_t>(0xffffffffu) + "fp");
+  EXPECT_NE(message().find(path + ": truncated checkpoint (fingerprint)"), std::string::npos) << message();
+  write_forged(path, bytes_of<std::uint32_t>(2) + "fp" + bytes_of<std::int64_t>(3) + bytes_of<std::uint32_t>(0xffffffffu));
+  EXPECT_NE(message().find("truncated checkpoint (tensor count)"), std::string::npos) << message();
+  write_forged(path, bytes_of<std::uint32_t>(2) + "fp" + bytes_of<std::int64_t>(3) + bytes_of<std::uint32_t>(1) +
+                         bytes_of<std::uint64_t>(~std::uint64_t{0} / 8));
+  EXPECT_NE(message().find("truncated checkpoint"), std::string::npos) << message();
+}
+
+TEST(CheckpointDir, IsCreatedAndCheckedWritable) {
+  TempDir d;
+  const fs::path nested = d.path / "a" / "b";
+  EXPECT_EQ(prepare_checkpoint_dir(nested.string()).files, 0);
+  EXPECT_TRUE(fs::is_directory(nested));
+  EXPECT_EQ(std::distance(fs::directory_iterator(nested), fs::directory_iterator{}), 0) << "the probe is removed";
+  write_bytes(d.path / "file", {1});
+  auto message = [](const fs::path& p) {
+    try {
+      prepare_checkpoint_dir(p.string());
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(d.path / "file").find((d.path / "file").string() + " is a file, not a directory"),
+            std::string::npos)
+      << message(d.path / "file");
+  const std::string under_file = message(d.path / "file" / "ck");
+  EXPECT_NE(under_file.find("cannot create the checkpoint directory " + (d.path / "file" / "ck").string()),
+            std::string::npos)
+      << under_file;
+}
+
+TEST(CheckpointDir, StaleTemporariesAreRemovedLiveOnesKept) {
+  TempDir d;
+  const std::string dir = d.path.string();
+  const std::string stale = checkpoint_path(dir) + ".tmp.999999999";  // above any pid_max: no such process
+  const std::string live = checkpoint_path(dir) + ".tmp.1";           // init: a process that exists
+  const std::string mine = checkpoint_path(dir) + ".tmp." + std::to_string(::getpid());
+  const std::string other = d.path.string() + "/notes.tmp.5";
+  for (const auto& p : {stale, live, mine, other}) write_bytes(p, std::vector<unsigned char>(1000, 7));
+  const StaleTemporaries removed = prepare_checkpoint_dir(dir);
+  EXPECT_EQ(removed.files, 1);
+  EXPECT_EQ(removed.bytes, 1000u);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(mine));
+  EXPECT_TRUE(fs::exists(other));
 }
 
 }  // namespace

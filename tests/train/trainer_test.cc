@@ -7,12 +7,18 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "../gpu_ranks_util.h"
 #include "mpi_test.h"
+#include "train/checkpoint.h"
+#include "train/checkpoint_checks.h"
 #include "train/trainer.h"
 
 namespace tide::test {
@@ -186,6 +192,197 @@ TEST(Trainer, OnTheGpuMatchesTheCpu) {
   EXPECT_EQ(resumed.params, on_gpu.params) << "bit for bit on one GPU";
 }
 
+/// The message of the runtime_error `f` throws ("no error" when none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(Checkpoints, AnExistingOneIsReplacedOnlyWithOverwrite) {
+  SharedDir dir;
+  TrainConfig c = small_config();
+  c.max_steps = 6;
+  c.checkpoint_dir = dir.path;
+  run_training(world(), task(), c);
+  const std::string before = file_bytes(checkpoint_path(dir.path));
+  ASSERT_FALSE(before.empty());
+  TrainConfig again = c;
+  again.seed = 2;
+  const std::string why = error_of([&] { run_training(world(), task(), again); });
+  if (world().rank() == 0) {
+    EXPECT_NE(why.find(checkpoint_path(dir.path) + " already holds a checkpoint: continue it with --resume, "
+                                                   "replace it with --overwrite"),
+              std::string::npos)
+        << why;
+  } else {
+    EXPECT_NE(why.find("rank 0 could not use the checkpoint directory"), std::string::npos) << why;
+  }
+  world().barrier();
+  EXPECT_EQ(file_bytes(checkpoint_path(dir.path)), before) << "untouched";
+  again.overwrite = true;
+  run_training(world(), task(), again);
+  EXPECT_NE(file_bytes(checkpoint_path(dir.path)), before) << "replaced";
+}
+
+TEST(Checkpoints, ADivergedRunKeepsTheLastGoodOne) {
+  SharedDir dir;
+  TrainConfig c = small_config();
+  c.max_steps = 8;
+  c.checkpoint_dir = dir.path;
+  run_training(world(), task(), c);
+  TrainConfig wild = c;
+  wild.lr = 1e30;
+  wild.checkpoint_every = 4;
+  wild.overwrite = true;
+  const std::string why = error_of([&] { run_training(world(), task(), wild); });
+  if (world().rank() == 0) {
+    EXPECT_NE(why.find("training diverged: after step 4 there is "), std::string::npos) << why;
+  } else {
+    EXPECT_NE(why.find("rank 0 could not write a checkpoint"), std::string::npos) << why;
+  }
+  world().barrier();
+  auto kept = read_checkpoint(dir.path);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->step, 8);
+  EXPECT_EQ(first_non_finite(kept->tensors, {}), "");
+}
+
+TEST(Checkpoints, EveryFieldReadBackIsChecked) {
+  SharedDir dir;
+  TrainConfig c = small_config();
+  c.max_steps = 6;
+  c.log_every = 4;
+  c.checkpoint_dir = dir.path;
+  run_training(world(), task(), c);
+  world().barrier();
+  std::optional<CheckpointState> good;
+  if (world().rank() == 0) good = read_checkpoint(dir.path);
+  TrainConfig resume = c;
+  resume.max_steps = 12;
+  resume.resume = true;
+  auto forged = [&](const std::function<void(CheckpointState&)>& change) {
+    if (world().rank() == 0) {
+      CheckpointState s = *good;
+      change(s);
+      write_checkpoint(dir.path, s);
+    }
+    world().barrier();
+    return error_of([&] { run_training(world(), task(), resume); });
+  };
+  const std::size_t n = good ? good->tensors.size() : 0;  // rank 0's
+  const std::vector<std::pair<std::function<void(CheckpointState&)>, std::string>> cases{
+      {[](CheckpointState& s) { s.step = -50; }, "is at step -50, which is negative"},
+      {[](CheckpointState& s) { s.step = 13; }, "is at step 13, past the end of this run (12 steps)"},
+      {[n](CheckpointState& s) { s.tensors[n - 1] = {-3}; }, "has a log interval that starts at step -3"},
+      {[n](CheckpointState& s) { s.tensors[n - 1] = {7}; }, "has a log interval that starts at step 7"},
+      {[n](CheckpointState& s) { s.tensors[n - 2][0] = 1e12; }, "has a correct count of"},
+      {[n](CheckpointState& s) { s.tensors[n - 2][0] = 0.5; }, "has a correct count of"},
+      {[n](CheckpointState& s) { s.tensors[n - 2].push_back(1); }, "has malformed interval sums"},
+      {[](CheckpointState& s) { s.tensors[1][0] = std::nan(""); }, "holds NaN in the layer 0 biases"},
+      {[](CheckpointState& s) { s.tensors[2].pop_back(); }, "values for the layer 1 weights"},
+  };
+  for (const auto& [change, want] : cases) {
+    const std::string why = forged(change);
+    if (world().rank() == 0) {
+      EXPECT_NE(why.find(want), std::string::npos) << why;
+    } else {
+      EXPECT_NE(why.find("rank 0 could not use the checkpoint directory"), std::string::npos) << why;
+    }
+  }
+  EXPECT_EQ(forged([](CheckpointState&) {}), "no error") << "the genuine checkpoint resumes";
+}
+
+TEST(Checkpoints, AnUnwritableDirectoryStopsTheRunBeforeTraining) {
+  SharedDir dir;
+  if (world().rank() == 0) {
+    std::filesystem::create_directories(dir.path);
+    std::ofstream(dir.path + "/file") << "not a directory";
+  }
+  world().barrier();
+  TrainConfig c = small_config();
+  c.max_steps = 4;
+  c.log_every = 1;
+  c.checkpoint_dir = dir.path + "/file/ck";
+  std::ostringstream out;
+  const std::string why = error_of([&] { tide::train::train(world(), task(), c, {&out}); });
+  if (world().rank() == 0) {
+    EXPECT_NE(why.find("cannot create the checkpoint directory " + c.checkpoint_dir), std::string::npos) << why;
+  }
+  EXPECT_EQ(out.str().find("step 1/"), std::string::npos) << "no step ran:\n" << out.str();
+}
+
+TEST(Checkpoints, TemporariesOfAKilledWriteAreRemovedAtStart) {
+  SharedDir dir;
+  const std::string stale = checkpoint_path(dir.path) + ".tmp.999999999";
+  if (world().rank() == 0) {
+    std::filesystem::create_directories(dir.path);
+    std::ofstream(stale) << std::string(4096, 'x');
+  }
+  world().barrier();
+  TrainConfig c = small_config();
+  c.max_steps = 2;
+  c.checkpoint_dir = dir.path;
+  std::ostringstream out;
+  tide::train::train(world(), task(), c, {world().rank() == 0 ? &out : nullptr});
+  world().barrier();
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  if (world().rank() == 0) {
+    EXPECT_NE(out.str().find("removed 1 temporary file(s) (0.0 MB) left in " + dir.path), std::string::npos)
+        << out.str();
+  }
+}
+
+void write_idx(const std::string& path, std::vector<std::uint8_t> dims_and_data) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(dims_and_data.data()), static_cast<std::streamsize>(dims_and_data.size()));
+}
+
+/// MNIST-shaped files of `n` 2x2 images.
+void write_small_mnist(const std::string& dir, const std::string& stem, std::uint8_t n) {
+  std::vector<std::uint8_t> images{0, 0, 8, 3, 0, 0, 0, n, 0, 0, 0, 2, 0, 0, 0, 2};
+  std::vector<std::uint8_t> labels{0, 0, 8, 1, 0, 0, 0, n};
+  for (int i = 0; i < n; ++i) {
+    const int label = i % 3;
+    for (int p = 0; p < 4; ++p) images.push_back(static_cast<std::uint8_t>((p == label ? 200 : 20) + i % 7));
+    labels.push_back(static_cast<std::uint8_t>(label));
+  }
+  write_idx(dir + "/" + stem + "-images-idx3-ubyte", images);
+  write_idx(dir + "/" + stem + "-labels-idx1-ubyte", labels);
+}
+
+TEST(Checkpoints, ResumeKnowsTheSameDataByAnotherPath) {
+  SharedDir dir;
+  const std::string data_dir = dir.path + "/mnist";
+  if (world().rank() == 0) {
+    std::filesystem::create_directories(data_dir);
+    write_small_mnist(data_dir, "train", 128);
+    write_small_mnist(data_dir, "t10k", 16);
+  }
+  world().barrier();
+  TrainConfig c = small_config();
+  c.batch = 16 / world().size();
+  c.max_steps = 4;
+  c.checkpoint_dir = dir.path + "/ck";
+  run_training(world(), load_mnist(data_dir), c);
+  TrainConfig more = c;
+  more.resume = true;
+  more.max_steps = 6;
+  EXPECT_EQ(run_training(world(), load_mnist(data_dir + "/"), more).first_step, 4) << "a trailing slash";
+  more.max_steps = 8;
+  const std::string relative = std::filesystem::relative(data_dir).string();
+  EXPECT_EQ(run_training(world(), load_mnist(relative), more).first_step, 6) << relative;
+}
+
 TEST(Trainer, BadConfigIsRefused) {
   TrainConfig c = small_config();
   c.optimizer = "lbfgs";
@@ -196,6 +393,12 @@ TEST(Trainer, BadConfigIsRefused) {
   c = small_config();
   c.batch = 100000;
   EXPECT_THROW(run_training(world(), task(), c), std::invalid_argument);
+  c = small_config();
+  c.overwrite = true;
+  EXPECT_THROW(run_training(world(), task(), c), ValueError) << "overwrite needs a checkpoint directory";
+  c.checkpoint_dir = "unused";
+  c.resume = true;
+  EXPECT_THROW(run_training(world(), task(), c), ValueError) << "resume and overwrite contradict";
 }
 
 }  // namespace

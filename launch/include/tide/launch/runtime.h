@@ -50,6 +50,11 @@ class Runtime {
   /// its environment variables) it calls MPI_Init_thread asking for
   /// MPI_THREAD_SERIALIZED and checks what it got. Reads TIDE_* variables and
   /// takes --tide-engine=async|naive and --tide-cpu-devices=N off argv.
+  /// Throws UsageError, naming what it found and how to launch, when a
+  /// launcher started several processes without MPI (Slurm's
+  /// SLURM_STEP_NUM_TASKS or SLURM_NTASKS > 1 with SLURM_PROCID, as srun
+  /// without --mpi=pmix leaves them; torchrun's WORLD_SIZE > 1 with RANK):
+  /// each would otherwise run alone as a world of one rank.
   static std::unique_ptr<Runtime> init(int& argc, char** argv);
 
   Engine& engine() { return *engine_; }

@@ -1,0 +1,72 @@
+#include "checkpoint_checks.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace tide::train {
+
+namespace {
+
+// The interval sums hold one value per rank of the run that wrote them.
+constexpr std::size_t kMaxRanks = std::size_t{1} << 20;
+
+bool whole(double v) { return std::isfinite(v) && v == std::floor(v); }
+
+}  // namespace
+
+std::vector<std::string> checkpoint_tensor_names(int layers, bool adam) {
+  std::vector<std::string> params;
+  for (int l = 0; l < layers; ++l) {
+    params.push_back("layer " + std::to_string(l) + " weights");
+    params.push_back("layer " + std::to_string(l) + " biases");
+  }
+  std::vector<std::string> names = params;
+  for (const auto& p : params) names.push_back((adam ? "Adam's first moment of " : "momentum of ") + p);
+  if (adam)
+    for (const auto& p : params) names.push_back("Adam's second moment of " + p);
+  names.insert(names.end(), {"loss sums of the open log interval", "correct counts of the open log interval",
+                             "first step of the open log interval"});
+  return names;
+}
+
+void check_resumable(const CheckpointState& ck, const ResumeExpectation& want) {
+  const std::string where = "the checkpoint in " + want.dir;
+  auto bad = [&](const std::string& what) { throw std::runtime_error(where + " " + what); };
+  if (ck.fingerprint != want.fingerprint)
+    bad("is of another run:\n  it has  " + ck.fingerprint + "\n  this is " + want.fingerprint);
+  const std::size_t n = want.state_sizes.size();
+  if (ck.tensors.size() != n + 3)
+    bad("holds " + std::to_string(ck.tensors.size()) + " tensors, expected " + std::to_string(n + 3));
+  for (std::size_t i = 0; i < n; ++i)
+    if (static_cast<std::int64_t>(ck.tensors[i].size()) != want.state_sizes[i])
+      bad("has " + std::to_string(ck.tensors[i].size()) + " values for the " + want.names[i] + ", expected " +
+          std::to_string(want.state_sizes[i]));
+  if (ck.step < 0 || ck.step > want.total_steps)
+    bad("is at step " + std::to_string(ck.step) +
+        (ck.step < 0 ? ", which is negative" : ", past the end of this run (" + std::to_string(want.total_steps) + " steps)"));
+  if (const std::string nan = first_non_finite(ck.tensors, want.names); !nan.empty()) bad("holds " + nan);
+
+  const auto& losses = ck.tensors[n];
+  const auto& corrects = ck.tensors[n + 1];
+  const auto& first = ck.tensors[n + 2];
+  if (losses.empty() || losses.size() > kMaxRanks || corrects.size() != losses.size())
+    bad("has malformed interval sums (" + std::to_string(losses.size()) + " loss sums, " +
+        std::to_string(corrects.size()) + " correct counts; expected one of each per rank)");
+  for (double c : corrects)
+    if (!whole(c) || c < 0 || c > 2147483647.0)
+      bad("has a correct count of " + std::to_string(c) + ", expected a whole number in [0, 2^31)");
+  if (first.size() != 1 || !whole(first[0]) || first[0] < 0 || first[0] > static_cast<double>(ck.step))
+    bad("has a log interval that starts at step " + (first.size() == 1 ? std::to_string(first[0]) : std::string("?")) +
+        ", expected a whole number in [0, " + std::to_string(ck.step) + "]");
+}
+
+std::string first_non_finite(const std::vector<std::vector<double>>& tensors, const std::vector<std::string>& names) {
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    for (std::size_t j = 0; j < tensors[i].size(); ++j)
+      if (!std::isfinite(tensors[i][j]))
+        return std::string(std::isnan(tensors[i][j]) ? "NaN" : "an infinity") + " in the " +
+               (i < names.size() ? names[i] : "tensor " + std::to_string(i)) + " (value " + std::to_string(j) + ")";
+  return "";
+}
+
+}  // namespace tide::train

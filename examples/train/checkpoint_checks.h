@@ -1,0 +1,39 @@
+// What the trainer checks about its checkpoints: that a checkpoint read back
+// can resume this run (every field, not only the checksum), and that the
+// state about to be written is finite, so a diverged run never replaces a
+// good checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+
+namespace tide::train {
+
+/// A name for each tensor the trainer keeps in a checkpoint, in order: the
+/// parameters of `layers` layers (weights, biases), the optimizer's state
+/// (momentum, or Adam's two moments), then the open log interval's loss and
+/// correct-count sums per rank and its first step.
+std::vector<std::string> checkpoint_tensor_names(int layers, bool adam);
+
+/// What this run expects of the checkpoint it resumes from.
+struct ResumeExpectation {
+  std::string dir;
+  std::string fingerprint;
+  std::vector<std::int64_t> state_sizes;  // values of each parameter and optimizer tensor
+  std::vector<std::string> names;         // checkpoint_tensor_names
+  std::int64_t total_steps = 0;           // where this run ends
+};
+
+/// Throws std::runtime_error naming the checkpoint, the field and what is
+/// wrong with it (another run's fingerprint, a tensor of the wrong size, a
+/// step outside [0, total steps], a non-finite value, malformed log sums).
+void check_resumable(const CheckpointState& ck, const ResumeExpectation& want);
+
+/// "" when every value is finite, else which tensor holds the first NaN or
+/// infinity and where (for an error message).
+std::string first_non_finite(const std::vector<std::vector<double>>& tensors, const std::vector<std::string>& names);
+
+}  // namespace tide::train
