@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs a built tide to a temporary prefix, then configures and builds a
+# project outside the tree against it (tests/install/consumer: the README's
+# first program, find_package(tide) and tide::tide) and runs it alone and
+# under mpirun -np 2. Exits non-zero, saying what failed, on any step.
+#
+#   scripts/check_install.sh BUILD_DIR [CMAKE_ARGS...]   # args go to the consumer's configure
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:?"usage: check_install.sh BUILD_DIR [CMAKE_ARGS...]"}
+shift
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "check_install: FAILED: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || fail "cmake --install $build: $(tail -5 "$work/install.log")"
+cp -r "$root/tests/install/consumer" "$work/src"
+cmake -S "$work/src" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release "$@" \
+  >"$work/configure.log" 2>&1 || fail "configuring the consumer: $(cat "$work/configure.log")"
+cmake --build "$work/build" >"$work/build.log" 2>&1 || fail "building the consumer: $(tail -20 "$work/build.log")"
+
+# z = ones * ones + 2 is 3 everywhere; the summary counts the 100 steps.
+check_output() {
+  grep -q "tensor(\[\[3, 3\]\]" <<<"$1" && grep -q "steps 100" <<<"$1" || fail "$2 printed no result: $1"
+}
+out=$("$work/build/first_program" 2>&1) || fail "the consumer failed alone: $out"
+check_output "$out" "alone"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+out=$(timeout 120 mpirun --oversubscribe -np 2 "$work/build/first_program" 2>&1) ||
+  fail "the consumer failed under mpirun -np 2: $out"
+check_output "$out" "mpirun -np 2"
+echo "check_install: OK: installed from $build, a consumer configured, built and ran alone and on 2 ranks"
