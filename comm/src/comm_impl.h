@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -271,6 +272,11 @@ struct Communicator::Impl {
   /// number; its signature is chained into the hash.
   detail::CollectiveId begin(detail::CollectiveKind kind, std::int64_t count = -1, DType dtype = DType::f32,
                              int op = -1, int root = -1, int devices = 0) {
+    // MPI counts are ints: refused here, before anything is numbered or pushed.
+    if (mpi && count > std::numeric_limits<int>::max())
+      throw ValueError(std::string(detail::collective_kind_name(kind)) + ": " + std::to_string(count) + " x " +
+                       dtype_name(dtype) + " is more than MPI's largest count (" +
+                       std::to_string(std::numeric_limits<int>::max()) + " elements per rank); split the tensor");
     detail::CollectiveId id;
     id.kind = kind;
     id.seq = next_seq++;

@@ -2,6 +2,7 @@
 // values derived from r, so every expected result is exact. Counts 0, 1, odd
 // and a few MB; in place and out of place; every collective and dtype.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -39,6 +40,29 @@ TEST(Collectives, AvgNeedsAFloatingDtypeAndNothingIsEnqueued) {
   if (world().size() > 1) {
     EXPECT_THROW(world().reduce_scatter(uneven, ReduceOp::sum), ShapeError);
   }
+  EXPECT_EQ(rt().stats().ops_pushed, pushed);
+}
+
+TEST(Collectives, ACountBeyondMpisIntIsRefusedBeforeAnythingIsPushed) {
+  if (!world().uses_mpi()) GTEST_SKIP() << "a world without MPI has no count limit";
+  if (world().size() > 2) GTEST_SKIP() << "8 GiB of address space per rank: run on at most 2 ranks";
+  const std::int64_t n = std::int64_t{1} << 31;  // one more than MPI's largest int count
+  Tensor big;
+  try {
+    big = Tensor::empty({n}, DType::f32);  // reserved, never written
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "cannot reserve 8 GiB here: " << e.what();
+  }
+  rt().wait_all();
+  const auto pushed = rt().stats().ops_pushed;
+  try {
+    world().all_reduce_(big);
+    ADD_FAILURE() << "an all-reduce of 2^31 elements was pushed";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("2147483648 x f32 is more than MPI's largest count"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(world().broadcast_(big, 0), ValueError);
   EXPECT_EQ(rt().stats().ops_pushed, pushed);
 }
 
