@@ -99,13 +99,14 @@ void Communicator::Impl::mpi_failed(int rc, const char* expr, const CollectiveId
   fail(what.str(peers()) + ": " + expr + " failed on rank " + std::to_string(rank) + ": " + detail::mpi_error_text(rc));
 }
 
-void Communicator::Impl::wait(MPI_Request& req, const CollectiveId& what) {
+void Communicator::Impl::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
   Poller poller(options.timeout_s);
   detail::RollCall roll;  // held only once the wait is long
   double next_look_s = kLookEvery_s;
   for (;;) {
     int done = 0;
-    if (int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) mpi_failed(rc, "MPI_Test", what);
+    if (int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE); rc != MPI_SUCCESS)
+      mpi_failed(rc, "MPI_Test", what);
     if (done) return;
     // A collective that hangs because the ranks pushed different sequences
     // waits here: a desync check posted meanwhile can name the divergence
@@ -209,11 +210,33 @@ void Communicator::Impl::arrive(const CollectiveId& what) {
   const CollectiveSig s = what.sig();
   const std::array<std::uint64_t, 4> mine{what.seq, s.w[0], s.w[1], s.w[2]};
   std::vector<std::uint64_t> all(4 * static_cast<std::size_t>(size));
-  MPI_Request req;
-  if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &req);
-      rc != MPI_SUCCESS)
-    mpi_failed(rc, "MPI_Iallgather", what);
-  wait(req, what);
+  if (size <= kPointToPointArrival) {
+    // Receives first, so that the sends find them posted. Messages between
+    // two ranks on one communicator and tag arrive in order, so arrival k
+    // pairs with the peer's arrival k even when the ranks disagree on what
+    // collective k is (which this then names).
+    std::array<MPI_Request, 2 * kPointToPointArrival> reqs;
+    int n = 0;
+    std::copy(mine.begin(), mine.end(), all.begin() + 4 * rank);
+    for (int r = 0; r < size; ++r)
+      if (r != rank)
+        if (int rc = MPI_Irecv(&all[4 * static_cast<std::size_t>(r)], 4, MPI_UINT64_T, r, kArrivalTag, comm,
+                               &reqs[static_cast<std::size_t>(n++)]);
+            rc != MPI_SUCCESS)
+          mpi_failed(rc, "MPI_Irecv", what);
+    for (int r = 0; r < size; ++r)
+      if (r != rank)
+        if (int rc = MPI_Isend(mine.data(), 4, MPI_UINT64_T, r, kArrivalTag, comm, &reqs[static_cast<std::size_t>(n++)]);
+            rc != MPI_SUCCESS)
+          mpi_failed(rc, "MPI_Isend", what);
+    wait(reqs.data(), n, what);
+  } else {
+    MPI_Request req;
+    if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &req);
+        rc != MPI_SUCCESS)
+      mpi_failed(rc, "MPI_Iallgather", what);
+    wait(req, what);
+  }
   std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
   std::vector<CollectiveSig> sigs(static_cast<std::size_t>(size));
   for (std::size_t r = 0; r < seqs.size(); ++r) {

@@ -160,7 +160,9 @@ struct Communicator::Impl {
   /// the wait at once, naming it), and past kRollCallAfter_s it holds its
   /// own roll call, so that a timeout names the members that did not
   /// arrive. Comm thread.
-  void wait(MPI_Request& req, const detail::CollectiveId& what);
+  void wait(MPI_Request& req, const detail::CollectiveId& what) { wait(&req, 1, what); }
+  /// The same for `n` requests, done when all are.
+  void wait(MPI_Request* reqs, int n, const detail::CollectiveId& what);
   static constexpr double kLookEvery_s = 0.25;
   static constexpr double kRollCallAfter_s = 1.0;
   /// Fail a wait: members `gone` have vanished, or the deadline passed.
@@ -174,8 +176,14 @@ struct Communicator::Impl {
   std::string overdue(const detail::CollectiveId& what, std::size_t bytes, double arrived_s) const;
   /// A polled, timed rendezvous of every rank that also compares what each
   /// is about to run (an all-gather of sequence number and signature): a
-  /// mismatch fails here, on every rank, before any blocking MPI call.
+  /// mismatch fails here, on every rank, before any blocking MPI call. Up to
+  /// kPointToPointArrival ranks it is made of point-to-point messages (a
+  /// few microseconds less than MPI's non-blocking all-gather, which is most
+  /// of what a large collective costs beyond MPI's own call); above, the
+  /// all-gather (its messages grow as log p, not p).
   void arrive(const detail::CollectiveId& what);
+  static constexpr int kPointToPointArrival = 8;
+  static constexpr int kArrivalTag = 77;
 
   // ---- Desync check (sync_check.cc) ----------------------------------------
   static constexpr std::size_t kWindow = 256;
