@@ -303,6 +303,7 @@ Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
     return out;
   }
   engine_of(t, "broadcast");
+  check_root(*impl_, root);
   Tensor out = copy_on_comm_stream(t, "broadcast_copy", loc);
   broadcast_(out, root, loc);
   return out;
@@ -320,8 +321,8 @@ Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
     return out;
   }
   Engine& e = engine_of(t, "all_gather");
-  const CollectiveId what = impl_->begin(CollectiveKind::all_gather, t.numel(), t.dtype());
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  const CollectiveId what = impl_->begin(CollectiveKind::all_gather, t.numel(), t.dtype());
   auto impl = impl_;
   const std::int64_t n = t.numel();
   const DType dt = t.dtype();
@@ -361,9 +362,9 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
     return out;
   }
   Engine& e = engine_of(t, "reduce_scatter");
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
   const CollectiveId what =
       impl_->begin(CollectiveKind::reduce_scatter, t.numel(), t.dtype(), static_cast<int>(op));
-  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
   auto impl = impl_;
   const std::int64_t block = shape.numel();
   const DType dt = t.dtype();

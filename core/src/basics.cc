@@ -19,14 +19,32 @@ const char* dtype_name(DType t) {
 }
 
 Shape::Shape(std::initializer_list<std::int64_t> dims) {
-  for (auto d : dims) push_back(d);
+  for (auto d : dims) append(d);
+  validate();
 }
 
 void Shape::push_back(std::int64_t d) {
+  append(d);
+  validate();
+}
+
+void Shape::append(std::int64_t d) {
   if (ndim_ == kMaxDims)
-    throw ShapeError("shape has more than " + std::to_string(kMaxDims) + " dimensions");
-  if (d < 0) throw ShapeError("negative extent " + std::to_string(d) + " in shape");
+    throw ShapeError("shape " + str() + " cannot take another extent: at most " + std::to_string(kMaxDims) +
+                     " dimensions");
   dims_[static_cast<std::size_t>(ndim_++)] = d;
+}
+
+// Zero extents are left out of the product: a shape like [0, 2^40, 2^40]
+// has no elements, but its strides would still overflow.
+void Shape::validate() const {
+  std::int64_t product = 1;
+  for (int i = 0; i < ndim_; ++i) {
+    const std::int64_t d = dims_[static_cast<std::size_t>(i)];
+    if (d < 0) throw ShapeError("shape " + str() + " has a negative extent (" + std::to_string(d) + ")");
+    if (d > 0 && __builtin_mul_overflow(product, d, &product))
+      throw ShapeError("shape " + str() + " is too large: its nonzero extents multiply past 2^63 - 1");
+  }
 }
 
 std::int64_t Shape::numel() const {
@@ -63,6 +81,7 @@ BackendError::BackendError(std::shared_ptr<const OpProvenance> p)
 
 std::string format_call_site(const std::source_location& loc) {
   std::string file = loc.file_name();
+  if (file.empty() && loc.line() == 0) return "unknown call site";
   return file + ":" + std::to_string(loc.line()) + " (" + loc.function_name() + ")";
 }
 

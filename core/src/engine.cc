@@ -56,7 +56,7 @@ EngineOptions EngineOptions::from_env() {
     else if (s == "naive") o.kind = EngineKind::naive;
     else throw ValueError("TIDE_ENGINE=" + s + ": expected 'async' or 'naive'");
   }
-  o.cpu_devices = env_int("TIDE_CPU_DEVICES", 1, 1, 64);
+  o.cpu_devices = env_int("TIDE_CPU_DEVICES", 1, 1, kMaxCpuDevices);
   o.cuda_devices = env_int("TIDE_CUDA_DEVICES", -1, 0, 64);
   return o;
 }
@@ -77,8 +77,9 @@ void StorageList::clear() {
 }
 
 std::unique_ptr<Engine> Engine::create(const EngineOptions& options) {
-  if (options.cpu_devices < 1 || options.cpu_devices > 64)
-    throw ValueError("cpu_devices must be in [1, 64], got " + std::to_string(options.cpu_devices));
+  if (options.cpu_devices < 1 || options.cpu_devices > kMaxCpuDevices)
+    throw ValueError("cpu_devices must be in [1, " + std::to_string(kMaxCpuDevices) + "], got " +
+                     std::to_string(options.cpu_devices));
   if (options.cuda_devices < -1)
     throw ValueError("cuda_devices must be -1 (all) or a count, got " + std::to_string(options.cuda_devices));
   if (options.cuda_devices > cuda_device_count())
@@ -134,13 +135,14 @@ std::shared_ptr<Storage> Engine::allocate(Device device, std::size_t nbytes) {
 }
 
 void Engine::check_frontend_thread() {
-  std::size_t me = std::hash<std::thread::id>{}(std::this_thread::get_id());
-  if (frontend_thread_ == 0) {
-    frontend_thread_ = me;
-  } else if (frontend_thread_ != me) {
+  const std::thread::id me = std::this_thread::get_id();
+  std::thread::id owner = frontend_thread_.load(std::memory_order_relaxed);
+  // The first use claims the engine; of two threads starting at once, one
+  // wins and the other sees it as the owner.
+  if (owner == std::thread::id{} && frontend_thread_.compare_exchange_strong(owner, me)) return;
+  if (owner != me)
     throw UsageError("tide engine used from a second thread: push, barriers and steps must all "
                      "come from its one frontend thread");
-  }
 }
 
 void Engine::push(OpDesc&& op) {
@@ -367,11 +369,13 @@ Step Engine::step(std::source_location loc) {
   check_frontend_thread();
   if (in_step_)
     throw UsageError("step() at " + format_call_site(loc) + " while another step is open: steps do not nest");
-  if (policy_.max_inflight_steps) gate_steps(policy_.max_inflight_steps);
+  begin_step(policy_.max_inflight_steps);
   in_step_ = true;
   counters_->bump(counters_->steps_begun);
   return Step(this, step_index_);
 }
+
+void Engine::begin_step(std::uint32_t) { Counters::note_peak(counters_->peak_inflight_steps, 1); }
 
 void Engine::end_step(std::uint64_t index) noexcept {
   if (!in_step_ || index != step_index_) return;
@@ -388,7 +392,6 @@ void Engine::set_policy(const SyncPolicy& p) {
   check_frontend_thread();
   p.validate();
   policy_ = p;
-  on_policy_changed();
 }
 
 Stats Engine::stats() const {

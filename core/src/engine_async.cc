@@ -199,10 +199,11 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     counters_->add_stall(kind, now_ns() - t0);
   }
 
-  void gate_steps(std::uint32_t k) override {
-    // Steps in flight = ended steps not yet complete + the one about to begin.
+  void begin_step(std::uint32_t k) override {
+    // Steps in flight = ended steps not yet complete + the one about to begin;
+    // measured with or without a cap k (0: none).
     retire_finished_steps();
-    if (step_ends_.size() + 1 > k) {
+    if (k && step_ends_.size() + 1 > k) {
       std::int64_t t0 = now_ns();
       while (step_ends_.size() + 1 > k) {
         for (const auto& p : step_ends_.front()) p.stream->wait_until(p.seq);
@@ -219,7 +220,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     for (auto& s : streams_)
       if (!s->reached(s->pushed())) ends.push_back({s.get(), s->pushed()});
     sample_queue();
-    if (policy_.max_inflight_steps) step_ends_.push_back(std::move(ends));
+    step_ends_.push_back(std::move(ends));
   }
 
   void retire_finished_steps() {
@@ -228,10 +229,6 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
         if (!p.stream->reached(p.seq)) return;
       step_ends_.pop_front();
     }
-  }
-
-  void on_policy_changed() override {
-    if (!policy_.max_inflight_steps) step_ends_.clear();
   }
 
   // --- barriers ---------------------------------------------------------

@@ -1,8 +1,9 @@
 #include <tide/core/storage.h>
 
 #include <cstdlib>
-#include <new>
 #include <string>
+
+#include "memory.h"
 
 #ifdef TIDE_HAVE_CUDA
 #include "cuda/cuda_runtime.h"
@@ -24,12 +25,25 @@ Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
     throw DeviceError("cannot allocate on " + device.str() + ": tide was built without the CUDA backend");
 #endif
   }
+  if (device.index < 0 || device.index >= kMaxCpuDevices)
+    throw DeviceError("cannot allocate on " + device.str() + ": not a CPU device (at most " +
+                      std::to_string(kMaxCpuDevices) + ")");
+  auto fail = [&](const std::string& why) {
+    const std::uint64_t held = cpu_memory_in_use(device.index);
+    memory::throw_out_of_memory(device, nbytes, held, why,
+                                memory::format_bytes(memory::cpu_held_total()) + " on all CPU devices");
+  };
+  // Refused here, whatever the kernel's overcommit policy: such a block
+  // could never be backed, and a kernel writing it would be killed.
+  const std::uint64_t host = memory::host_memory_bytes();
+  if (nbytes > host) fail("more than this machine's " + memory::format_bytes(host) + " of RAM and swap");
   // Whole cache lines: a worker writing one storage never shares a line
   // with anything the frontend or another worker writes.
   std::size_t rounded = (nbytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   data_ = std::aligned_alloc(64, rounded);
-  if (!data_) throw std::bad_alloc();
+  if (!data_) fail("the system refused the allocation");
+  memory::note_cpu_held(device.index, nbytes);
 }
 
 Storage::~Storage() {
@@ -40,6 +54,7 @@ Storage::~Storage() {
   }
 #endif
   std::free(data_);
+  memory::note_cpu_released(device_.index, nbytes_);
 }
 
 void use_cuda_device(int device) {

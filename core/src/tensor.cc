@@ -14,17 +14,27 @@
 
 namespace tide {
 
+std::size_t tensor_bytes(const Shape& shape, DType dtype) {
+  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32)
+    throw DTypeError("dtype value " + std::to_string(static_cast<int>(dtype)) + " is not f32, f64 or i32");
+  std::int64_t bytes = 0;
+  if (__builtin_mul_overflow(shape.numel(), static_cast<std::int64_t>(dtype_size(dtype)), &bytes))
+    throw ShapeError("shape " + shape.str() + " of " + dtype_name(dtype) + " is too large: " +
+                     std::to_string(shape.numel()) + " elements need more than 2^63 - 1 bytes");
+  return static_cast<std::size_t>(bytes);
+}
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype)
     : storage_(std::move(storage)), shape_(shape), dtype_(dtype) {
-  if (storage_ && storage_->nbytes() < nbytes())
+  const std::size_t need = tensor_bytes(shape_, dtype_);
+  if (storage_ && storage_->nbytes() < need)
     throw ShapeError("storage of " + std::to_string(storage_->nbytes()) +
                      " bytes is too small for shape " + shape_.str());
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   Engine& e = current_engine();
-  std::size_t n = static_cast<std::size_t>(shape.numel()) * dtype_size(dtype);
-  return Tensor(e.allocate(device, n), shape, dtype);
+  return Tensor(e.allocate(device, tensor_bytes(shape, dtype)), shape, dtype);
 }
 
 Device Tensor::device() const {
@@ -100,9 +110,10 @@ void print_values(std::ostream& os, const T* p, const Shape& shape, int dim, std
 
 }  // namespace
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+std::ostream& operator<<(std::ostream& os, Printed printed) {
+  const Tensor& t = printed.t;
   if (!t.defined()) return os << "tensor(undefined)";
-  const void* p = t.read_host("print", std::source_location::current());
+  const void* p = t.read_host("print", printed.loc);
   std::ostringstream body;
   body << std::setprecision(6);
   std::int64_t offset = 0;

@@ -89,7 +89,9 @@ Tensor random(const char* name, Distribution d, const Shape& shape, const Tensor
   e.check_device(o.device);
   check_floating(name, o.dtype);
   const std::int64_t n = shape.numel();
-  // Taken last among the checks: a refused call must not advance the offset.
+  // The offset is taken after the last check and the allocation: a refused
+  // call must not advance it.
+  Tensor out = Tensor::empty(shape, o.dtype, o.device);
   const std::uint64_t seed = r.seed ? *r.seed : e.rng_seed();
   const std::uint64_t offset = r.seed ? 0 : e.take_rng_offset(static_cast<std::uint64_t>(n));
 #ifdef TIDE_HAVE_CUDA
@@ -97,8 +99,8 @@ Tensor random(const char* name, Distribution d, const Shape& shape, const Tensor
     const DType dt = o.dtype;
     const auto kind = d == Distribution::uniform ? cuda_kernels::RandomKind::uniform
                                                  : cuda_kernels::RandomKind::normal;
-    return push_new(
-        e, name, shape, dt, o.device, {},
+    return push_to(
+        e, name, std::move(out), {},
         [n, dt, kind, seed, offset](const OpContext& ctx) {
           cuda_kernels::launch_random(kind, dt, ctx.out<void>(0), n, seed, offset, ctx.native_stream);
         },
@@ -107,8 +109,8 @@ Tensor random(const char* name, Distribution d, const Shape& shape, const Tensor
 #endif
   return dispatch_dtype(o.dtype, [&](auto tag) {
     using T = decltype(tag);
-    return push_new(
-        e, name, shape, o.dtype, o.device, {},
+    return push_to(
+        e, name, std::move(out), {},
         [n, d, seed, offset](const OpContext& ctx) {
           // A uniform double within 2^-25 of 1 rounds to 1.0f: keep [0, 1).
           constexpr T kBelowOne = 1 - std::numeric_limits<T>::epsilon() / 2;

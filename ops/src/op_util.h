@@ -81,15 +81,14 @@ inline int normalize_axis(const char* op, const Tensor& a, int axis) {
   return axis < 0 ? axis + nd : axis;
 }
 
-/// Allocates the output (shape, dtype, device) and pushes `kernel`, which
-/// reads `reads` and writes only the output. Call after every check.
+/// Pushes `kernel`, which reads `reads` and writes only `out`, a tensor
+/// just allocated (on the op's device). Call after every check.
 template <typename Kernel>
-Tensor push_new(Engine& e, const char* name, const Shape& shape, DType dtype, Device device,
-                StorageList reads, Kernel&& kernel, Loc loc, int stream = -1) {
-  Tensor out = Tensor::empty(shape, dtype, device);
+Tensor push_to(Engine& e, const char* name, Tensor out, StorageList reads, Kernel&& kernel, Loc loc,
+               int stream = -1) {
   OpDesc op;
   op.name = name;
-  op.device = device;
+  op.device = out.device();
   op.stream = stream;
   op.fn = std::forward<Kernel>(kernel);
   op.reads = std::move(reads);
@@ -97,6 +96,14 @@ Tensor push_new(Engine& e, const char* name, const Shape& shape, DType dtype, De
   op.loc = loc;
   e.push(std::move(op));
   return out;
+}
+
+/// Allocates the output (shape, dtype, device) and pushes `kernel` as push_to.
+template <typename Kernel>
+Tensor push_new(Engine& e, const char* name, const Shape& shape, DType dtype, Device device,
+                StorageList reads, Kernel&& kernel, Loc loc, int stream = -1) {
+  return push_to(e, name, Tensor::empty(shape, dtype, device), std::move(reads), std::forward<Kernel>(kernel),
+                 loc, stream);
 }
 
 /// Pushes `kernel` that writes existing storages (in-place ops, copy_).

@@ -1,6 +1,8 @@
 // Misuse of the engine throws a tide::Error on the frontend and enqueues
 // nothing.
+#include <atomic>
 #include <cstdlib>
+#include <latch>
 #include <thread>
 
 #include <tide/ops/elementwise.h>
@@ -87,6 +89,29 @@ TEST(BadInput, ASecondFrontendThreadIsRejected) {
   other.join();
   EXPECT_TRUE(threw);
   EXPECT_EQ(e->stats().ops_pushed, 1u);
+}
+
+// Two threads whose first pushes meet: one becomes the frontend, the other
+// is refused (and ThreadSanitizer sees no race on the claim).
+TEST(BadInput, TwoThreadsPushingFirstAtOnce) {
+  for (int round = 0; round < 50; ++round) {
+    EngineFixture e;
+    std::atomic<int> refused{0};
+    std::latch start(2);
+    auto first_push = [&] {
+      start.arrive_and_wait();
+      try {
+        push(*e, "op", cpu(0), StreamKind::compute, {}, {}, noop);
+      } catch (const UsageError&) {
+        refused.fetch_add(1);
+      }
+    };
+    std::thread a(first_push), b(first_push);
+    a.join();
+    b.join();
+    EXPECT_EQ(refused.load(), 1);
+    EXPECT_EQ(e->stats().ops_pushed, 1u);
+  }
 }
 
 TEST(BadInput, EnvironmentValuesAreChecked) {

@@ -132,6 +132,29 @@ TEST_P(CudaEngine, DeviceMemoryReturnsToItsBaseline) {
   EXPECT_EQ(cuda_memory_in_use(0), before);
 }
 
+// 4 TiB is more than any GPU's pool can give: cudaErrorMemoryAllocation
+// becomes an OutOfMemoryError naming the device and what it holds, nothing
+// is pushed, and the device stays usable.
+TEST_P(CudaEngine, AnImpossibleAllocationIsAnOutOfMemoryError) {
+  TIDE_REQUIRE_GPU();
+  EngineFixture e(GetParam(), 1, {}, 1);
+  Tensor held = ones({1024}, {DType::f32, cuda(0)});
+  const std::uint64_t pushed = e->stats().ops_pushed;
+  try {
+    Tensor::empty({std::int64_t{1} << 20, std::int64_t{1} << 20}, DType::f32, cuda(0));
+    FAIL() << "no error";
+  } catch (const OutOfMemoryError& err) {
+    EXPECT_EQ(err.device(), cuda(0));
+    EXPECT_EQ(err.requested_bytes(), std::uint64_t{1} << 42);
+    EXPECT_GE(err.in_use_bytes(), 4096u);
+    const std::string what = err.what();
+    EXPECT_NE(what.find("out of memory on cuda:0"), std::string::npos) << what;
+    EXPECT_NE(what.find("4398046511104 bytes"), std::string::npos) << what;
+  }
+  EXPECT_EQ(e->stats().ops_pushed, pushed);
+  EXPECT_EQ(add(held, 1.0).to_vector<float>().front(), 2.0f);
+}
+
 TEST_P(CudaEngine, ShutdownWithQueuedGpuWorkDoesNotHang) {
   TIDE_REQUIRE_GPU();
   EngineFixture e(GetParam(), 1, {}, 1);

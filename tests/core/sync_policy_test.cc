@@ -1,5 +1,6 @@
 // The sync policy bounds how far the frontend runs ahead; without one, the
 // frontend runs far ahead (so the gate, not something else, is the bound).
+#include <latch>
 #include <thread>
 #include <vector>
 
@@ -56,6 +57,35 @@ TEST(InflightStepsUnbounded, RunAhead) {
   std::uint64_t max_inflight = run_steps(*e, 40, 1000, probe);
   EXPECT_GT(max_inflight, 4u) << "without a policy the frontend should run ahead";
   EXPECT_EQ(e->stats().stalls, 0u);
+}
+
+// Without a cap the peak is measured all the same: 50 steps queued behind
+// an op that holds the stream are 50 steps in flight.
+TEST(InflightStepsUnbounded, PeakIsMeasuredWithoutACap) {
+  EngineFixture e(EngineKind::async, 1);
+  std::latch release(1);
+  for (int s = 0; s < 50; ++s) {
+    auto step = e->step();
+    push(*e, "held", cpu(0), StreamKind::compute, {}, {}, [&release, s](const OpContext&) {
+      if (s == 0) release.wait();
+    });
+  }
+  EXPECT_EQ(e->stats().peak_inflight_steps, 50u);
+  release.count_down();
+  e->wait_all();
+  // Once they have run, a new step is the only one in flight.
+  e->reset_stats();
+  { auto step = e->step(); }
+  EXPECT_EQ(e->stats().peak_inflight_steps, 1u);
+}
+
+TEST(InflightStepsUnbounded, TheNaiveEngineHasOneStepInFlight) {
+  EngineFixture e(EngineKind::naive, 1);
+  for (int s = 0; s < 3; ++s) {
+    auto step = e->step();
+    push(*e, "op", cpu(0), StreamKind::compute, {}, {}, [](const OpContext&) {});
+  }
+  EXPECT_EQ(e->stats().peak_inflight_steps, 1u);
 }
 
 TEST(QueuedBytes, KStepsHoldAtMostKPlusOneStepsOfBytes) {

@@ -14,6 +14,8 @@
 
 #include <tide/core/cuda_check.h>
 
+#include "../memory.h"
+
 namespace tide::cuda_backend {
 
 namespace {
@@ -176,11 +178,34 @@ DeviceGuard::~DeviceGuard() {
   if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
 }
 
+namespace {
+[[noreturn]] void throw_out_of_memory(int device, std::size_t nbytes) {
+  std::string why = "the GPU's memory is exhausted";
+  std::uint64_t held = 0;
+  try {
+    DeviceGuard guard(device);
+    std::size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess)
+      why = memory::format_bytes(free) + " free of " + memory::format_bytes(total) + " on the GPU";
+    else
+      cudaGetLastError();
+    held = memory_used(device);
+  } catch (const CudaError&) {
+  }
+  memory::throw_out_of_memory(cuda(device), nbytes, held, why);
+}
+}  // namespace
+
 void* alloc(int device, std::size_t nbytes) {
   DeviceMemory& m = memory(device);
   void* p = nullptr;
   // A zero-byte tensor still gets a distinct, valid pointer.
-  TIDE_CUDA_CHECK(cudaMallocFromPoolAsync(&p, std::max<std::size_t>(nbytes, 256), m.pool, m.stream));
+  const cudaError_t e = cudaMallocFromPoolAsync(&p, std::max<std::size_t>(nbytes, 256), m.pool, m.stream);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: the device stays usable
+    throw_out_of_memory(device, nbytes);
+  }
+  TIDE_CUDA_CHECK(e);
   return p;
 }
 

@@ -28,6 +28,9 @@ struct Device {
   friend constexpr bool operator==(const Device&, const Device&) = default;
 };
 
+/// The most CPU devices an engine may have.
+inline constexpr int kMaxCpuDevices = 64;
+
 constexpr Device cpu(int index = 0) { return {DeviceKind::cpu, index}; }
 constexpr Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
 
@@ -43,6 +46,9 @@ std::string cuda_device_uuid(int device);
 /// Makes cuda:`device` the calling thread's current CUDA device (throws
 /// tide::DeviceError without it).
 void use_cuda_device(int device);
+/// Bytes held by live storages on cpu:`device`, in every engine of this
+/// process (throws tide::DeviceError outside [0, kMaxCpuDevices)).
+std::uint64_t cpu_memory_in_use(int device);
 /// Bytes of cuda:`device`'s memory pool held by live storages (throws
 /// tide::DeviceError for a device this process does not have).
 std::uint64_t cuda_memory_in_use(int device);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <source_location>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <tide/core/device.h>
@@ -73,7 +74,10 @@ struct OpDesc {
   KernelFn fn;
   StorageList reads;
   StorageList writes;
-  std::source_location loc = std::source_location::current();
+  /// The frontend call that pushed it, named in its errors; set it from a
+  /// std::source_location parameter of the caller (unset reads "unknown
+  /// call site").
+  std::source_location loc{};
   /// Call fn (with OpContext::skipped) when the op is skipped.
   bool notify_skip = false;
 };
@@ -211,10 +215,11 @@ class Engine {
   virtual void submit(OpDesc&& op, int stream_index, std::uint64_t push_index) = 0;
   virtual void wait_storage(const Storage& s) = 0;
   virtual void wait_everything() = 0;
-  /// Gate hooks for the async engine; the naive engine never queues.
-  virtual void gate_steps(std::uint32_t) {}
+  /// Step hooks: begin_step counts the steps in flight (and, for the async
+  /// engine, waits while there are `cap` of them; 0 is no cap). The naive
+  /// engine never queues: one step is in flight, the one beginning.
+  virtual void begin_step(std::uint32_t cap);
   virtual void mark_step_end() {}
-  virtual void on_policy_changed() {}
   /// Fills ops_completed, queued_ops and queued_bytes.
   virtual void backend_stats(Stats& out) const = 0;
 
@@ -260,7 +265,9 @@ class Engine {
   std::uint64_t rng_offset_ = 0;
   std::uint64_t step_index_ = 0;
   bool in_step_ = false;
-  std::size_t frontend_thread_ = 0;  // hash of the first pushing thread's id
+  /// The first thread to use the engine; two threads starting at once race
+  /// for it, so it is claimed with a compare-exchange.
+  std::atomic<std::thread::id> frontend_thread_{};
   std::uint64_t push_count_ = 0;
 };
 

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <tide/core/device.h>
+
 namespace tide {
 
 /// Base of every error tide throws.
@@ -26,6 +28,24 @@ class PolicyError : public Error { using Error::Error; };
 class ValueError : public Error { using Error::Error; };
 /// An engine used wrongly: no active runtime, a push from a second thread...
 class UsageError : public Error { using Error::Error; };
+
+/// An allocation the device could not satisfy, thrown by the call that
+/// allocates (before it enqueues anything). The message names the bytes
+/// asked for, the device and what tide's storages hold there now.
+class OutOfMemoryError : public Error {
+ public:
+  OutOfMemoryError(const std::string& what, Device device, std::uint64_t requested, std::uint64_t in_use)
+      : Error(what), device_(device), requested_(requested), in_use_(in_use) {}
+  Device device() const { return device_; }
+  std::uint64_t requested_bytes() const { return requested_; }
+  /// Bytes held by live storages on device() when the allocation failed.
+  std::uint64_t in_use_bytes() const { return in_use_; }
+
+ private:
+  Device device_;
+  std::uint64_t requested_;
+  std::uint64_t in_use_;
+};
 
 /// A failing CUDA or cuBLAS call: the message names the call, file:line, the
 /// library's error string and the rank. Sticky errors (an illegal address, a
@@ -66,6 +86,8 @@ class BackendError : public Error {
   std::shared_ptr<const OpProvenance> prov_;
 };
 
+/// "file:line (function)", or "unknown call site" for a default-constructed
+/// location.
 std::string format_call_site(const std::source_location& loc);
 
 }  // namespace tide

@@ -13,10 +13,14 @@ class Shape {
   static constexpr int kMaxDims = 6;
 
   Shape() = default;  // a 0-d shape: one element
+  /// Throws tide::ShapeError naming the shape past kMaxDims, for a negative
+  /// extent, or when its nonzero extents multiply past 2^63 - 1 (so every
+  /// element count and stride of a valid shape fits in an int64).
   Shape(std::initializer_list<std::int64_t> dims);
   template <typename It>
   Shape(It first, It last) {
-    for (; first != last; ++first) push_back(static_cast<std::int64_t>(*first));
+    for (; first != last; ++first) append(static_cast<std::int64_t>(*first));
+    validate();
   }
 
   int ndim() const { return ndim_; }
@@ -25,7 +29,7 @@ class Shape {
   const std::int64_t* begin() const { return dims_.data(); }
   const std::int64_t* end() const { return dims_.data() + ndim_; }
 
-  /// Throws tide::ShapeError past kMaxDims or for a negative extent.
+  /// Checks as the constructors do.
   void push_back(std::int64_t d);
   /// The shape without axis `axis` (which must be valid).
   Shape without(int axis) const;
@@ -39,6 +43,9 @@ class Shape {
   }
 
  private:
+  void append(std::int64_t d);
+  void validate() const;
+
   std::array<std::int64_t, kMaxDims> dims_{};
   int ndim_ = 0;
 };

@@ -46,7 +46,7 @@ struct Stats {
   std::vector<StreamStat> streams;   // the streams that ran at least one op
 
   std::uint64_t steps_begun = 0;
-  std::uint64_t peak_inflight_steps = 0;
+  std::uint64_t peak_inflight_steps = 0;  // steps begun but not complete, with or without a cap
 
   /// A few lines a person can read.
   std::string str() const;

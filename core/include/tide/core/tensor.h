@@ -17,6 +17,21 @@
 namespace tide {
 
 class Engine;
+class Tensor;
+
+/// What `os << t` takes: converting the tensor to it captures the caller's
+/// source location, so printing (an implicit blocker) is counted at the
+/// line that prints.
+struct Printed {
+  const Tensor& t;
+  std::source_location loc;
+  Printed(const Tensor& tensor, std::source_location l = std::source_location::current())  // NOLINT: implicit
+      : t(tensor), loc(l) {}
+};
+
+/// Bytes of a tensor of `shape` and `dtype`: tide::ShapeError naming both
+/// when they pass 2^63 - 1, tide::DTypeError for a value that is no DType.
+std::size_t tensor_bytes(const Shape& shape, DType dtype);
 
 class Tensor {
  public:
@@ -25,6 +40,7 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype);
 
   /// Uninitialised storage on `device` of the current engine (no op queued).
+  /// Throws tide::OutOfMemoryError when the device cannot hold it.
   static Tensor empty(const Shape& shape, DType dtype, Device device = cpu(0));
 
   bool defined() const { return storage_ != nullptr; }
@@ -56,7 +72,7 @@ class Tensor {
   void check_defined(const char* what) const;
 
  private:
-  friend std::ostream& operator<<(std::ostream& os, const Tensor& t);
+  friend std::ostream& operator<<(std::ostream& os, Printed p);
   /// Waits for the producers and returns the host bytes (CPU storage).
   const void* read_host(const char* kind, std::source_location loc) const;
 
@@ -65,8 +81,8 @@ class Tensor {
   DType dtype_ = DType::f32;
 };
 
-/// Implicit blocker: prints values, shape, dtype and device.
-std::ostream& operator<<(std::ostream& os, const Tensor& t);
+/// Implicit blocker: prints values, shape, dtype and device (`os << t`).
+std::ostream& operator<<(std::ostream& os, Printed p);
 
 template <typename T>
 T Tensor::item(std::source_location loc) const {
