@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Set up, build, run the whole test suite, then the engine tests again in a
-# ThreadSanitizer build. Exits non-zero on any failure.
+# Set up, build, run the whole test suite and check the installed package;
+# then the whole suite again under AddressSanitizer + UndefinedBehavior-
+# Sanitizer, and the engine and comm tests under ThreadSanitizer (both built
+# without CUDA). Exits non-zero on any failure.
 #
 # The tests labelled "cluster" run across network-namespace nodes: this
 # script brings 2 up (scripts/cluster.sh, as root) before ctest and down
@@ -33,13 +35,37 @@ fi
 
 echo "== tests"
 ctest --test-dir "$root/build" --output-on-failure -j "$jobs"
+
+echo "== the installed package: find_package(tide) in a project outside the tree"
+"$root/scripts/check_install.sh" "$root/build"
+
+# The sanitizer builds are without CUDA: they also check the CPU-only build.
+san="$root/tests/sanitizers"
+echo "== every test under AddressSanitizer + UndefinedBehaviorSanitizer (multi-rank and cluster included)"
+# Debug (-O0): the build takes about half the time of an optimized one, and
+# the tests wait on peers far more than they compute.
+TIDE_BUILD_DIR="$root/build-asan" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=Debug \
+  -DTIDE_SANITIZE=address,undefined -DTIDE_ENABLE_CUDA=OFF
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+# Leaks are looked for in the suites that never start MPI. Open MPI leaves
+# allocations at exit from components it has unloaded by then, so LeakSanitizer
+# can neither name nor suppress them (tests/sanitizers/lsan.supp covers what it
+# can name); in the multi-rank suites every other check stays on.
+ASAN_OPTIONS="detect_leaks=1" LSAN_OPTIONS="suppressions=$san/lsan.supp print_suppressions=0" \
+  ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -L "core|ops|fuzz"
+ASAN_OPTIONS="detect_leaks=0" ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE "core|ops|fuzz"
+unset UBSAN_OPTIONS
+echo "== the installed package of the CPU-only build"
+ASAN_OPTIONS="detect_leaks=0" "$root/scripts/check_install.sh" "$root/build-asan" -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined \
+  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined
+
 if [ "$cluster_ours" -eq 1 ]; then
   "$root/scripts/cluster.sh" down
   trap - EXIT INT TERM
 fi
 
-echo "== engine tests under ThreadSanitizer (built without CUDA: also checks the CPU-only build)"
+echo "== engine and comm tests (multi-rank, comm thread, liveness, desync check) under ThreadSanitizer"
 TIDE_BUILD_DIR="$root/build-tsan" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTIDE_SANITIZE=thread -DTIDE_ONLY_CORE_TESTS=ON -DTIDE_BUILD_EXAMPLES=OFF -DTIDE_ENABLE_CUDA=OFF
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-  ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" -L core
+  -DTIDE_SANITIZE=thread -DTIDE_TESTS="core;comm" -DTIDE_BUILD_EXAMPLES=OFF -DTIDE_ENABLE_CUDA=OFF
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$san/tsan.supp" \
+  ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" -L "core|comm"
