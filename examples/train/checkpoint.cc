@@ -48,6 +48,7 @@ class Reader {
   std::size_t left() const { return b_.size() - pos_; }
   void bytes(void* dst, std::size_t n) {
     need(n);
+    if (n == 0) return;  // dst may be null then (an empty tensor), and memcpy must not see it
     std::memcpy(dst, b_.data() + pos_, n);
     pos_ += n;
   }
