@@ -75,9 +75,10 @@ class Watchdog {
     // it is what ends the job under Open MPI (its abort path takes no lock
     // the blocked call holds). If it ever returned, end this process, which
     // mpirun notices as a rank exiting without MPI_Finalize.
-    int finalized = 0;
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+    if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
     lock.unlock();
     std::_Exit(1);
   }
