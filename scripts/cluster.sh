@@ -265,6 +265,20 @@ cmd_link() {
     die "no node '$node' in the cluster (see $dir/nodes)"
   local link=tideh${node#node}
   ip link set "$link" "$state"
+  if [ "$state" = up ]; then
+    # Back only once the node reaches this side again: its neighbour entries
+    # failed while cut, and a daemon started at once could not connect. A
+    # refused connection (nothing listens on port 1) proves the path.
+    local here_ip
+    here_ip="$(net=$(cat "$dir/net" 2>/dev/null || echo "$net") && net_prefix).254"
+    ip neigh flush dev "$bridge" 2>/dev/null || true
+    ip -n "$node" neigh flush all 2>/dev/null || true
+    for _ in $(seq 50); do
+      err=$(ip netns exec "$node" timeout 1 bash -c "exec 3<>/dev/tcp/$here_ip/1" 2>&1) && break
+      case "$err" in *"refused"*) break ;; esac
+      sleep 0.2
+    done
+  fi
   say "$node: link $state ($link)"
 }
 
