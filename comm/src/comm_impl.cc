@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -208,34 +209,49 @@ std::string Communicator::Impl::overdue(const CollectiveId& what, std::size_t by
 
 void Communicator::Impl::arrive(const CollectiveId& what) {
   const CollectiveSig s = what.sig();
-  const std::array<std::uint64_t, 4> mine{what.seq, s.w[0], s.w[1], s.w[2]};
-  std::vector<std::uint64_t> all(4 * static_cast<std::size_t>(size));
-  if (size <= kPointToPointArrival) {
-    // Receives first, so that the sends find them posted. Messages between
-    // two ranks on one communicator and tag arrive in order, so arrival k
-    // pairs with the peer's arrival k even when the ranks disagree on what
-    // collective k is (which this then names).
+  // On the heap, and left there if the wait fails: its requests stay pending
+  // (MPI cannot cancel a collective, nor a send surely), and a late peer
+  // would still write into `all`.
+  struct Buffers {
+    std::array<std::uint64_t, 4> mine;
+    std::vector<std::uint64_t> all;
     std::array<MPI_Request, 2 * kPointToPointArrival> reqs;
-    int n = 0;
-    std::copy(mine.begin(), mine.end(), all.begin() + 4 * rank);
-    for (int r = 0; r < size; ++r)
-      if (r != rank)
-        if (int rc = MPI_Irecv(&all[4 * static_cast<std::size_t>(r)], 4, MPI_UINT64_T, r, kArrivalTag, comm,
-                               &reqs[static_cast<std::size_t>(n++)]);
-            rc != MPI_SUCCESS)
-          mpi_failed(rc, "MPI_Irecv", what);
-    for (int r = 0; r < size; ++r)
-      if (r != rank)
-        if (int rc = MPI_Isend(mine.data(), 4, MPI_UINT64_T, r, kArrivalTag, comm, &reqs[static_cast<std::size_t>(n++)]);
-            rc != MPI_SUCCESS)
-          mpi_failed(rc, "MPI_Isend", what);
-    wait(reqs.data(), n, what);
-  } else {
-    MPI_Request req;
-    if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &req);
-        rc != MPI_SUCCESS)
-      mpi_failed(rc, "MPI_Iallgather", what);
-    wait(req, what);
+  };
+  auto b = std::make_unique<Buffers>();
+  b->mine = {what.seq, s.w[0], s.w[1], s.w[2]};
+  b->all.resize(4 * static_cast<std::size_t>(size));
+  const auto& mine = b->mine;
+  auto& all = b->all;
+  try {
+    if (size <= kPointToPointArrival) {
+      // Receives first, so that the sends find them posted. Messages between
+      // two ranks on one communicator and tag arrive in order, so arrival k
+      // pairs with the peer's arrival k even when the ranks disagree on what
+      // collective k is (which this then names).
+      int n = 0;
+      std::copy(mine.begin(), mine.end(), all.begin() + 4 * rank);
+      for (int r = 0; r < size; ++r)
+        if (r != rank)
+          if (int rc = MPI_Irecv(&all[4 * static_cast<std::size_t>(r)], 4, MPI_UINT64_T, r, kArrivalTag, comm,
+                                 &b->reqs[static_cast<std::size_t>(n++)]);
+              rc != MPI_SUCCESS)
+            mpi_failed(rc, "MPI_Irecv", what);
+      for (int r = 0; r < size; ++r)
+        if (r != rank)
+          if (int rc = MPI_Isend(mine.data(), 4, MPI_UINT64_T, r, kArrivalTag, comm,
+                                 &b->reqs[static_cast<std::size_t>(n++)]);
+              rc != MPI_SUCCESS)
+            mpi_failed(rc, "MPI_Isend", what);
+      wait(b->reqs.data(), n, what);
+    } else {
+      if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &b->reqs[0]);
+          rc != MPI_SUCCESS)
+        mpi_failed(rc, "MPI_Iallgather", what);
+      wait(b->reqs[0], what);
+    }
+  } catch (...) {
+    (void)b.release();  // still MPI's (see above); the communicator is broken, and the job ends
+    throw;
   }
   std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
   std::vector<CollectiveSig> sigs(static_cast<std::size_t>(size));
