@@ -266,16 +266,32 @@ cmd_link() {
   local link=tideh${node#node}
   ip link set "$link" "$state"
   if [ "$state" = up ]; then
-    # Back only once the node reaches this side again: its neighbour entries
-    # failed while cut, and a daemon started at once could not connect. A
-    # refused connection (nothing listens on port 1) proves the path.
-    local here_ip
+    # Back only once this side and every other node reach the node again:
+    # their neighbour entries for it failed while it was cut, and a daemon or
+    # rank started at once could not connect. A refused connection (nothing
+    # listens on port 1) proves a path.
+    local here_ip node_ip from
     here_ip="$(net=$(cat "$dir/net" 2>/dev/null || echo "$net") && net_prefix).254"
+    node_ip=$(awk -v n="$node" '$1 == n { print $2 }' "$dir/nodes")
     ip neigh flush dev "$bridge" 2>/dev/null || true
-    ip -n "$node" neigh flush all 2>/dev/null || true
+    while read -r from _; do ip -n "$from" neigh flush all 2>/dev/null || true; done <"$dir/nodes"
+    reaches() {  # reaches NAMESPACE|"" ADDRESS
+      local err
+      if [ -n "$1" ]; then
+        err=$(ip netns exec "$1" timeout 1 bash -c "exec 3<>/dev/tcp/$2/1" 2>&1) && return 0
+      else
+        err=$(timeout 1 bash -c "exec 3<>/dev/tcp/$2/1" 2>&1) && return 0
+      fi
+      case "$err" in *"refused"*) return 0 ;; esac
+      return 1
+    }
     for _ in $(seq 50); do
-      err=$(ip netns exec "$node" timeout 1 bash -c "exec 3<>/dev/tcp/$here_ip/1" 2>&1) && break
-      case "$err" in *"refused"*) break ;; esac
+      ok=1
+      reaches "$node" "$here_ip" && reaches "" "$node_ip" || ok=0
+      while read -r from _; do
+        [ "$from" = "$node" ] || reaches "$from" "$node_ip" || ok=0
+      done <"$dir/nodes"
+      [ "$ok" -eq 1 ] && break
       sleep 0.2
     done
   fi
