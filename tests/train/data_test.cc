@@ -87,16 +87,19 @@ TEST(Mnist, ReadsIdxFiles) {
   EXPECT_EQ(s.test.rows, 2);
 }
 
+/// What loading the MNIST files of `d` throws, or "no error".
+std::string load_error(const TempDir& d) {
+  try {
+    load_mnist(d.path.string());
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(Mnist, BadFilesAreNamed) {
   TempDir d;
-  auto message = [&] {
-    try {
-      load_mnist(d.path.string());
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&] { return load_error(d); };
   EXPECT_NE(message().find("cannot open"), std::string::npos);
   write_tiny_mnist(d.path, "train");
   write_tiny_mnist(d.path, "t10k");
@@ -112,14 +115,7 @@ TEST(Mnist, BadFilesAreNamed) {
 
 TEST(Mnist, MisshapenFilesAreNamedWithWhatIsWrong) {
   TempDir d;
-  auto message = [&] {
-    try {
-      load_mnist(d.path.string());
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&] { return load_error(d); };
   const std::string images = (d.path / "train-images-idx3-ubyte").string();
   const std::string labels = (d.path / "train-labels-idx1-ubyte").string();
   write_tiny_mnist(d.path, "train");
