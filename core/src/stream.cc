@@ -80,12 +80,16 @@ void Stream::wait_until(std::uint64_t seq) {
     TIDE_CPU_RELAX();
     if (reached(seq)) return;
   }
-  waiters_.fetch_add(1, std::memory_order_seq_cst);
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return completed_.load(std::memory_order_seq_cst) >= seq; });
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    // seq_cst on both sides (see complete): the worker either stores the
+    // count before this load, or loads wake_at_ after this lowering.
+    std::uint64_t at = wake_at_.load(std::memory_order_seq_cst);
+    while (seq < at && !wake_at_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
+    }
+    if (completed_.load(std::memory_order_seq_cst) >= seq) return;
+    cv_.wait(lock);
   }
-  waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Stream::wait_launched(std::uint64_t seq) {
@@ -105,10 +109,12 @@ void Stream::wait_launched(std::uint64_t seq) {
 
 void Stream::complete(std::uint64_t seq) {
   // seq_cst on both sides: a waiter either sees the new count before it
-  // sleeps, or is counted in waiters_ here and gets the notify.
+  // sleeps, or has lowered wake_at_ to at most `seq` and gets the notify.
+  // The sleepers woken whose count is not reached lower it again.
   completed_.store(seq, std::memory_order_seq_cst);
-  if (waiters_.load(std::memory_order_seq_cst) > 0) {
+  if (wake_at_.load(std::memory_order_seq_cst) <= seq) {
     std::lock_guard<std::mutex> lock(mutex_);
+    wake_at_.store(kNobody, std::memory_order_seq_cst);
     cv_.notify_all();
   }
 }

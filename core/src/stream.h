@@ -123,8 +123,15 @@ class Stream {
   // Written by the worker.
   alignas(64) std::atomic<std::uint64_t> completed_{0};
   std::atomic<std::uint64_t> completed_bytes_{0};
-  // Waiters on completed_.
-  alignas(64) std::atomic<int> waiters_{0};
+  // Sleeping waiters on completed_: the lowest count one of them waits for
+  // (kNobody if none), so that a completion wakes them only once one of them
+  // can go on, not at every op of a long queue. Lowered by a waiter under
+  // mutex_ before it checks and sleeps; reset under mutex_ with a notify_all,
+  // after which every sleeper lowers it again.
+  static constexpr std::uint64_t kNobody = ~std::uint64_t{0};
+  alignas(64) std::atomic<std::uint64_t> wake_at_{kNobody};
+  // Sleeping waiters on launched_ (GPU streams).
+  std::atomic<int> waiters_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
   SpscQueue<QueuedOp*> queue_;     // frontend -> worker
