@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include <tide/core/loc.h>
 #include <tide/ops/creation.h>
 
 namespace tide {

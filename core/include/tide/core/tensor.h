@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
-#include <source_location>
 #include <vector>
 
 #include <tide/core/device.h>
 #include <tide/core/dtype.h>
 #include <tide/core/error.h>
+#include <tide/core/loc.h>
 #include <tide/core/shape.h>
 #include <tide/core/storage.h>
 
@@ -24,8 +24,8 @@ class Tensor;
 /// line that prints.
 struct Printed {
   const Tensor& t;
-  std::source_location loc;
-  Printed(const Tensor& tensor, std::source_location l = std::source_location::current())  // NOLINT: implicit
+  Loc loc;
+  Printed(const Tensor& tensor, Loc l = Loc::current())  // NOLINT: implicit
       : t(tensor), loc(l) {}
 };
 
@@ -56,15 +56,15 @@ class Tensor {
 
   /// Barrier: blocks until the ops producing this tensor have run (not the
   /// unrelated work queued elsewhere); rethrows their error, if any.
-  const Tensor& wait_to_read(std::source_location loc = std::source_location::current()) const;
+  const Tensor& wait_to_read(Loc loc = Loc::current()) const;
 
   /// Implicit blocker: the single element converted to T (numel must be 1).
   template <typename T>
-  T item(std::source_location loc = std::source_location::current()) const;
+  T item(Loc loc = Loc::current()) const;
 
   /// Implicit blocker: all elements, row-major, converted to T.
   template <typename T>
-  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
+  std::vector<T> to_vector(Loc loc = Loc::current()) const;
 
   /// Throws tide::UndefinedTensorError when undefined, tide::UsageError when
   /// its engine is not the current one.
@@ -74,7 +74,7 @@ class Tensor {
  private:
   friend std::ostream& operator<<(std::ostream& os, Printed p);
   /// Waits for the producers and returns the host bytes (CPU storage).
-  const void* read_host(const char* kind, std::source_location loc) const;
+  const void* read_host(const char* kind, Loc loc) const;
 
   std::shared_ptr<Storage> storage_;
   Shape shape_;
@@ -85,7 +85,7 @@ class Tensor {
 std::ostream& operator<<(std::ostream& os, Printed p);
 
 template <typename T>
-T Tensor::item(std::source_location loc) const {
+T Tensor::item(Loc loc) const {
   check_defined("item");
   if (numel() != 1)
     throw ShapeError("item() needs a tensor of one element, got shape " + shape_.str());
@@ -97,7 +97,7 @@ T Tensor::item(std::source_location loc) const {
 }
 
 template <typename T>
-std::vector<T> Tensor::to_vector(std::source_location loc) const {
+std::vector<T> Tensor::to_vector(Loc loc) const {
   check_defined("to_vector");
   const void* p = read_host("to_vector", loc);
   std::vector<T> out(static_cast<std::size_t>(numel()));

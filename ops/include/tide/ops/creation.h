@@ -4,14 +4,12 @@
 
 #include <cstdint>
 #include <optional>
-#include <source_location>
 #include <vector>
 
+#include <tide/core/loc.h>
 #include <tide/core/tensor.h>
 
 namespace tide {
-
-using Loc = std::source_location;
 
 /// Where and of what type a created tensor is.
 struct TensorOptions {
