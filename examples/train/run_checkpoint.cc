@@ -90,7 +90,8 @@ void resume(Run& run) {
   run.comm.broadcast_(m, 0);
   meta = m.to_vector<double>();
   if (meta[0] == kFailed)
-    throw std::runtime_error(run.rank == 0 ? why : "rank 0 could not use the checkpoint directory " + cfg.checkpoint_dir);
+    throw std::runtime_error(run.rank == 0 ? why
+                                           : "rank 0 could not use the checkpoint directory " + cfg.checkpoint_dir);
   if (meta[0] == kOk) {
     run.start = static_cast<std::int64_t>(meta[1]);
     run.log_from = static_cast<std::int64_t>(meta[2]);
