@@ -19,12 +19,14 @@
 
 #include <tide/tide.h>
 
+#include "common/cli.h"
 #include "common/json_writer.h"
 #include "common/machine.h"
 #include "common/timing.h"
 
 namespace {
 
+using tide::examples::at_least;
 using tide::examples::median;
 using tide::examples::median_seconds;
 using tide::examples::now_ns;
@@ -37,48 +39,23 @@ struct Options {
   std::string json;
 };
 
-void usage(std::FILE* to) {
-  std::fprintf(to,
-               "usage: async_basics [--device cpu:N|cuda:N] [--repeats N] [--increments N] [--size N] [--json FILE]\n"
-               "  Reproduces the experiments of the 'Asynchronous Computation' chapter on tide.\n"
-               "  TIDE_ENGINE=naive runs them on the synchronous engine for contrast.\n");
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw tide::ValueError(a + " needs a value");
-      return argv[++i];
-    };
-    auto positive = [&](const std::string& v) {
-      int n = 0;
-      try {
-        n = std::stoi(v);
-      } catch (const std::exception&) {
-      }
-      if (n <= 0) throw tide::ValueError(a + " needs a positive integer, got '" + v + "'");
-      return n;
-    };
-    if (a == "--help" || a == "-h") {
-      usage(stdout);
-      std::exit(0);
-    } else if (a == "--device") {
-      o.device = tide::Device::parse(value());
-    } else if (a == "--repeats") {
-      o.repeats = positive(value());
-    } else if (a == "--increments") {
-      o.increments = positive(value());
-    } else if (a == "--size") {
-      o.size = positive(value());
-    } else if (a == "--json") {
-      o.json = value();
-    } else {
-      throw tide::ValueError("unknown argument '" + a + "' (try --help)");
-    }
-  }
-  return o;
+/// Reads the command line into `o`. Returns -1 when the program goes on,
+/// else the status to end it with (0 after --help, 2 after a bad argument).
+int parse(int argc, char** argv, Options& o) {
+  CLI::App app{"Reproduces the experiments of the 'Asynchronous Computation' chapter on tide.\n"
+               "TIDE_ENGINE=naive runs them on the synchronous engine for contrast."};
+  app.option_defaults()->always_capture_default();
+  std::string device = o.device.str();
+  app.add_option("--device", device, "where the experiments run: cpu:N or cuda:N")
+      ->check(tide::examples::device_name());
+  app.add_option("--repeats", o.repeats, "runs of each measurement (the median is reported)")
+      ->check(at_least(1));
+  app.add_option("--increments", o.increments, "tiny ops in the sync vs async experiment")->check(at_least(1));
+  app.add_option("--size", o.size, "rows and columns of the matmul experiment")->check(at_least(1));
+  app.add_option("--json", o.json, "also write every number as JSON to this file");
+  const int status = tide::examples::parse_command_line(app, argc, argv);
+  if (status < 0) o.device = tide::Device::parse(device);
+  return status;
 }
 
 void heading(const char* title) { std::printf("\n== %s\n", title); }
@@ -260,7 +237,8 @@ IncrementResult increment_experiment(const Options& o) {
 int main(int argc, char** argv) try {
   const std::string command_line = tide::examples::command_line(argc, argv);
   auto runtime = tide::Runtime::init(argc, argv);
-  Options o = parse(argc, argv);
+  Options o;
+  if (const int status = parse(argc, argv, o); status >= 0) return status;
   runtime->engine().check_device(o.device);
   std::printf("tide async_basics: %s engine on %s, median of %d runs\n",
               tide::engine_kind_name(runtime->engine().kind()), o.device.str().c_str(), o.repeats);

@@ -19,12 +19,14 @@
 
 #include <tide/tide.h>
 
+#include "common/cli.h"
 #include "common/json_writer.h"
 #include "common/machine.h"
 #include "common/timing.h"
 
 namespace {
 
+using tide::examples::at_least;
 using tide::examples::now_ns;
 
 struct Options {
@@ -34,41 +36,45 @@ struct Options {
   std::string json;
 };
 
-std::int64_t parse_size(const std::string& s) {
+/// "8", "64K", "16M", "1G" as bytes; "" when `text` is a size, else what is wrong.
+std::string parse_size(const std::string& text, std::int64_t& bytes) {
   char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  std::string unit = end;
-  double mult = unit == "" ? 1 : unit == "K" ? 1 << 10 : unit == "M" ? 1 << 20 : unit == "G" ? 1 << 30 : -1;
-  if (mult < 0 || !(v > 0)) throw tide::ValueError("bad size '" + s + "' (try 8, 64K, 16M)");
-  return static_cast<std::int64_t>(v * mult);
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string unit = end;
+  const double mult = unit == "" ? 1 : unit == "K" ? 1 << 10 : unit == "M" ? 1 << 20 : unit == "G" ? 1 << 30 : -1;
+  if (mult < 0 || !(v > 0)) return "bad size '" + text + "' (try 8, 64K, 16M)";
+  bytes = static_cast<std::int64_t>(v * mult);
+  return "";
 }
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw tide::ValueError(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--min-bytes") o.min_bytes = parse_size(value());
-    else if (a == "--max-bytes") o.max_bytes = parse_size(value());
-    else if (a == "--iters") o.iters = std::max(1, std::atoi(value().c_str()));
-    else if (a == "--warmup") o.warmup = std::max(0, std::atoi(value().c_str()));
-    else if (a == "--reps") o.reps = std::max(1, std::atoi(value().c_str()));
-    else if (a == "--step") o.step = std::strtod(value().c_str(), nullptr);
-    else if (a == "--json") o.json = value();
-    else if (a == "--help" || a == "-h") {
-      std::printf("usage: mpirun -np N bench_allreduce [--min-bytes B] [--max-bytes B] [--iters N] "
-                  "[--step F] [--warmup N] [--reps N] [--json FILE]\n");
-      std::exit(0);
-    } else {
-      throw tide::ValueError("unknown argument '" + a + "' (try --help)");
-    }
+/// Reads the command line into `o` (rank 0 prints what it has to say).
+/// Returns -1 when the program goes on, else the status to end it with (0
+/// after --help, 2 after a bad argument).
+int parse(int argc, char** argv, Options& o, bool print) {
+  CLI::App app{"All-reduce bandwidth of tide's all_reduce_ against MPI_Allreduce (run it under mpirun -np N)."};
+  app.option_defaults()->always_capture_default();
+  std::string min_bytes = "8", max_bytes = "64M";
+  auto size = CLI::Validator(
+      [](std::string& text) {
+        std::int64_t bytes = 0;
+        return parse_size(text, bytes);
+      },
+      "B|K|M|G");
+  app.add_option("--min-bytes", min_bytes, "smallest message (8, 64K, 16M)")->check(size);
+  app.add_option("--max-bytes", max_bytes, "largest message")->check(size);
+  app.add_option("--step", o.step, "factor from one size to the next")->check(tide::examples::number_above(1, false));
+  app.add_option("--iters", o.iters, "timed iterations per repetition")->check(at_least(1));
+  app.add_option("--warmup", o.warmup, "untimed iterations first")->check(at_least(0));
+  app.add_option("--reps", o.reps, "repetitions per size, tide and MPI alternated")->check(at_least(1));
+  app.add_option("--json", o.json, "also write every number as JSON to this file (rank 0)");
+  if (const int status = tide::examples::parse_command_line(app, argc, argv, print); status >= 0) return status;
+  parse_size(min_bytes, o.min_bytes);
+  parse_size(max_bytes, o.max_bytes);
+  if (o.min_bytes > o.max_bytes) {
+    if (print) std::fprintf(stderr, "bench_allreduce: --min-bytes is larger than --max-bytes\n");
+    return 2;
   }
-  if (o.min_bytes > o.max_bytes) throw tide::ValueError("--min-bytes is larger than --max-bytes");
-  if (!(o.step > 1)) throw tide::ValueError("--step must be a factor above 1 (say 2 or 4)");
-  return o;
+  return -1;
 }
 
 double mean_across_ranks(double v, int size) {
@@ -87,7 +93,8 @@ struct Row {
 
 int main(int argc, char** argv) try {
   auto rt = tide::Runtime::init(argc, argv);
-  const Options o = parse(argc, argv);
+  Options o;
+  if (const int status = parse(argc, argv, o, rt->rank() == 0); status >= 0) return status;
   const int p = rt->size(), r = rt->rank();
   if (!rt->world().uses_mpi()) rt->log("note: not started by mpirun; a one-rank world measures local copies only");
   // nccl-tests: an all-reduce moves 2(n-1)/n of the data over each rank's link.

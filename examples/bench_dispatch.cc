@@ -23,6 +23,7 @@
 
 #include <tide/tide.h>
 
+#include "common/cli.h"
 #include "common/json_writer.h"
 #include "common/machine.h"
 
@@ -262,62 +263,19 @@ void write_json(std::ostream& out, const Config& cfg, const std::string& command
   w.end_object();
 }
 
-void usage(std::FILE* f) {
-  std::fprintf(f,
-               "usage: bench_dispatch [--runs N] [--batch N] [--ops N] [--json FILE]\n"
-               "  --runs N    timed push batches per measurement (default 31)\n"
-               "  --batch N   pushes per batch (default 2000)\n"
-               "  --ops N     ops per backend-throughput run (default 100000)\n"
-               "  --json FILE also write every number as JSON to FILE\n"
-               "  --help      this text\n");
-}
-
-[[noreturn]] void bad_usage(const std::string& msg) {
-  std::fprintf(stderr, "bench_dispatch: %s\n", msg.c_str());
-  usage(stderr);
-  std::exit(2);
-}
-
-int parse_positive(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1 || v > 100'000'000)
-    bad_usage(flag + " expects a positive integer, got '" + text + "'");
-  return static_cast<int>(v);
-}
-
-Config parse_args(int argc, char** argv) {
-  Config cfg;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) bad_usage(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      usage(stdout);
-      std::exit(0);
-    } else if (arg == "--runs") {
-      cfg.runs = parse_positive(arg, next());
-    } else if (arg == "--batch") {
-      cfg.batch = parse_positive(arg, next());
-    } else if (arg == "--ops") {
-      cfg.ops = parse_positive(arg, next());
-    } else if (arg == "--json") {
-      cfg.json_path = next();
-      if (cfg.json_path.empty()) bad_usage("--json needs a file name");
-    } else {
-      bad_usage("unknown argument '" + std::string(argv[i]) + "'");
-    }
-  }
-  return cfg;
+/// Reads the command line into `cfg`. Returns -1 when the program goes on,
+/// else the status to end it with (0 after --help, 2 after a bad argument).
+int parse_args(int argc, char** argv, Config& cfg) {
+  CLI::App app{"What one op costs the frontend (push), and how many tiny ops per second the backend runs:\n"
+               "the async engine against the naive (synchronous) one, in the same run."};
+  app.option_defaults()->always_capture_default();
+  const auto count = CLI::Range(1, 100'000'000);
+  app.add_option("--runs", cfg.runs, "timed push batches per measurement")->check(count);
+  app.add_option("--batch", cfg.batch, "pushes per batch")->check(count);
+  app.add_option("--ops", cfg.ops, "ops per backend-throughput run")->check(count);
+  app.add_option("--json", cfg.json_path, "also write every number as JSON to this file")
+      ->check(tide::examples::file_name());
+  return tide::examples::parse_command_line(app, argc, argv);
 }
 
 void print_row(const Row& r) {
@@ -332,7 +290,8 @@ void print_row(const Row& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Config cfg = parse_args(argc, argv);
+  Config cfg;
+  if (const int status = parse_args(argc, argv, cfg); status >= 0) return status;
   const std::string command_line = tide::examples::command_line(argc, argv);
 
 #if defined(__GLIBC__)

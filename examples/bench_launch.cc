@@ -11,6 +11,7 @@
 
 #include <tide/tide.h>
 
+#include "common/cli.h"
 #include "common/json_writer.h"
 #include "common/machine.h"
 #include "common/timing.h"
@@ -18,6 +19,7 @@
 
 namespace {
 
+using tide::examples::at_least;
 using tide::examples::median;
 using tide::examples::now_ns;
 
@@ -27,29 +29,26 @@ struct Options {
   std::string json;
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw tide::ValueError(a + " needs a value");
-      return argv[++i];
-    };
-    auto positive = [&](const std::string& v) {
-      int x = std::atoi(v.c_str());
-      if (x <= 0) throw tide::ValueError(a + " must be a positive integer, got '" + v + "'");
-      return x;
-    };
-    if (a == "--device") o.device = tide::Device::parse(value());
-    else if (a == "--ops") o.ops = positive(value());
-    else if (a == "--repeats") o.repeats = positive(value());
-    else if (a == "--elements") o.elements = positive(value());
-    else if (a == "--json") o.json = value();
-    else throw tide::ValueError("unknown option " + a +
-                                " (usage: bench_launch [--device cuda:N] [--ops N] [--repeats N] [--elements N] [--json FILE])");
+/// Reads the command line into `o`. Returns -1 when the program goes on,
+/// else the status to end it with (0 after --help, 2 after a bad argument).
+int parse(int argc, char** argv, Options& o) {
+  CLI::App app{"Launch throughput of tiny ops on a GPU: tide's y = x + 1 against a bare loop of kernel launches."};
+  app.option_defaults()->always_capture_default();
+  std::string device = o.device.str();
+  app.add_option("--device", device, "the GPU to measure: cuda:N")->check(tide::examples::device_name());
+  app.add_option("--ops", o.ops, "ops (and launches) per timed run")->check(at_least(1));
+  app.add_option("--repeats", o.repeats, "timed runs of each loop, alternated (the median is reported)")
+      ->check(at_least(1));
+  app.add_option("--elements", o.elements, "elements of x")->check(at_least(1));
+  app.add_option("--json", o.json, "also write every number as JSON to this file");
+  const int status = tide::examples::parse_command_line(app, argc, argv);
+  if (status >= 0) return status;
+  o.device = tide::Device::parse(device);
+  if (!o.device.is_cuda()) {
+    std::fprintf(stderr, "bench_launch measures GPU launches: --device must be cuda:N\n");
+    return 2;
   }
-  if (!o.device.is_cuda()) throw tide::ValueError("bench_launch measures GPU launches: --device must be cuda:N");
-  return o;
+  return -1;
 }
 
 }  // namespace
@@ -57,7 +56,8 @@ Options parse(int argc, char** argv) {
 int main(int argc, char** argv) try {
   const std::string command_line = tide::examples::command_line(argc, argv);
   auto runtime = tide::Runtime::init(argc, argv);
-  Options o = parse(argc, argv);
+  Options o;
+  if (const int status = parse(argc, argv, o); status >= 0) return status;
   if (tide::cuda_device_count() == 0) {
     std::fprintf(stderr, "bench_launch: no CUDA device here (%s)\n",
                  tide::cuda_built() ? "cudaGetDeviceCount reports none" : "built without the CUDA backend");

@@ -477,15 +477,7 @@ int main(int argc, char** argv) {
   auto rt = tide::Runtime::init(argc, argv);
   const bool root = rt->rank() == 0;
   Config cfg;
-  bool help = false;
-  if (std::string err = parse_args(argc, argv, cfg, help); !err.empty()) {
-    if (root) std::fprintf(stderr, "bench_scaling: %s\n%s", err.c_str(), kUsage);
-    return 2;
-  }
-  if (help) {
-    if (root) std::fputs(kUsage, stdout);
-    return 0;
-  }
+  if (const int status = parse_args(argc, argv, cfg, root); status >= 0) return status;
   // tide has no caching allocator yet: a storage is a plain allocation, freed
   // once its last op has run. With glibc's defaults, freed 4 MB blocks go
   // back to the OS and the next ones are page-faulted in again, and the more

@@ -7,7 +7,6 @@
 //   build/examples/train_data_parallel --data ~/mnist --optimizer adam --lr 1e-3
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <tide/tide.h>
 
+#include "common/cli.h"
 #include "common/json_writer.h"
 #include "common/machine.h"
 #include "train/options.h"
@@ -29,6 +29,7 @@ extern "C" void openblas_set_num_threads(int);  // OpenBLAS, the BLAS tide build
 namespace {
 
 using tide::examples::JsonWriter;
+using tide::examples::number_above;
 using namespace tide::train;
 
 /// A digest of the final parameters, to compare two runs exactly: 64-bit
@@ -83,22 +84,6 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
   out << "\n";
 }
 
-/// A check for a real option that must be > 0 (or >= 0), with a message
-/// that says so (CLI11's PositiveNumber and NonNegativeNumber print the
-/// whole range of a double, 300 digits).
-CLI::Validator real_check(bool zero_allowed) {
-  return CLI::Validator(
-      [zero_allowed](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !std::isfinite(v) || (zero_allowed ? !(v >= 0) : !(v > 0)))
-          return std::string("must be a number ") + (zero_allowed ? "0 or more" : "greater than 0") + ", got '" +
-                 text + "'";
-        return "";
-      },
-      zero_allowed ? ">= 0" : "> 0");
-}
-
 /// --device: "cpu", "cuda" (this rank's GPU, Runtime::device()) or "auto"
 /// (the GPU when every rank has one of its own and NCCL is built, else the
 /// CPU). The ranks decide together (a small all-reduce), since their
@@ -141,11 +126,11 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--max-steps", c.max_steps, "stop after this many global steps (0: all epochs)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(real_check(true));
+  app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(number_above(0, true));
   app.add_option("--optimizer", c.optimizer, "sgd (with momentum) or adam")
       ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
-  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(real_check(false));
+  app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(number_above(0, false));
   app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: unbounded)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(CLI::PositiveNumber);
@@ -173,13 +158,8 @@ int main(int argc, char** argv) {
                  "cpu, cuda (this rank's GPU: local rank % GPUs) or auto (the GPU when each rank of the node has one)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // A bad argument is a usage error (status 2) whatever CLI11 numbers it.
-    const int code = rt->rank() == 0 ? app.exit(e) : e.get_exit_code();
-    return code == 0 ? 0 : 2;
-  }
+  if (const int status = tide::examples::parse_command_line(app, argc, argv, rt->rank() == 0); status >= 0)
+    return status;
   try {
     c.hidden = parse_widths(hidden);
   } catch (const std::invalid_argument& e) {

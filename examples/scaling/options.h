@@ -1,8 +1,9 @@
 // bench_scaling's command line.
 #pragma once
 
-#include <cstdlib>
 #include <string>
+
+#include "common/cli.h"
 
 namespace tide::examples::scaling {
 
@@ -14,70 +15,29 @@ struct Config {
   std::string json_path, dat_path;
 };
 
-// --- arguments ---------------------------------------------------------------
-
-inline const char* kUsage =
-    "usage: mpirun -np R bench_scaling [--steps N] [--reps N] [--quick] [--os-malloc] [--json FILE] [--dat FILE]\n"
-    "  --steps N   steps per run for large ops; medium ops run 5x, tiny ops 10x as many (default 20)\n"
-    "  --reps N    timed repetitions per configuration, median reported (default 5)\n"
-    "  --quick     --steps 6 --reps 1 and a quarter of the cost-model ops: a smoke test\n"
-    "  --os-malloc keep glibc's default malloc settings (freed large blocks go back to the OS)\n"
-    "  --json FILE also write every number as JSON (rank 0)\n"
-    "  --dat FILE  also write one line per configuration for gnuplot (rank 0)\n";
-
-// Returns an error message, or "" when the arguments are good.
-inline std::string parse_args(int argc, char** argv, Config& cfg, bool& help) {
-  bool steps_set = false, reps_set = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    bool has_value = false;
-    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&](std::string& out) {
-      if (has_value) return out = value, true;
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
-    };
-    auto positive = [&](int& out) -> std::string {
-      std::string text;
-      if (!next(text)) return arg + " needs a value";
-      char* end = nullptr;
-      long v = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || v < 1 || v > 1'000'000)
-        return arg + " expects a positive integer, got '" + text + "'";
-      out = static_cast<int>(v);
-      return "";
-    };
-    std::string err;
-    if (arg == "--help" || arg == "-h") {
-      help = true;
-    } else if (arg == "--steps") {
-      err = positive(cfg.steps);
-      steps_set = true;
-    } else if (arg == "--reps") {
-      err = positive(cfg.reps);
-      reps_set = true;
-    } else if (arg == "--quick") {
-      cfg.quick = true;
-    } else if (arg == "--os-malloc") {
-      cfg.os_malloc = true;
-    } else if (arg == "--json" || arg == "--dat") {
-      std::string& path = arg == "--json" ? cfg.json_path : cfg.dat_path;
-      if (!next(path) || path.empty()) err = arg + " needs a file name";
-    } else {
-      err = "unknown argument '" + std::string(argv[i]) + "'";
-    }
-    if (!err.empty()) return err;
-  }
+/// Reads the command line into `cfg`; `print`: whether this rank prints
+/// (rank 0 does). Returns -1 when the program goes on, else the status to
+/// end it with (0 after --help, 2 after a bad argument).
+inline int parse_args(int argc, char** argv, Config& cfg, bool print) {
+  CLI::App app{"A data-parallel step (7 elementwise ops + all-reduce + loss) under lookahead k, for several op\n"
+               "sizes: time per step, memory held, and the chapter's cost model (run it under mpirun -np R)."};
+  app.option_defaults()->always_capture_default();
+  const auto count = CLI::Range(1, 1'000'000);
+  auto* steps = app.add_option("--steps", cfg.steps,
+                               "steps per run for large ops; medium ops run 5x, tiny ops 10x as many")->check(count);
+  auto* reps = app.add_option("--reps", cfg.reps, "timed repetitions per configuration, median reported")->check(count);
+  app.add_flag("--quick", cfg.quick, "--steps 6 --reps 1 and a quarter of the cost-model ops: a smoke test");
+  app.add_flag("--os-malloc", cfg.os_malloc,
+               "keep glibc's default malloc settings (freed large blocks go back to the OS)");
+  app.add_option("--json", cfg.json_path, "also write every number as JSON (rank 0)")->check(file_name());
+  app.add_option("--dat", cfg.dat_path, "also write one line per configuration for gnuplot (rank 0)")
+      ->check(file_name());
+  if (const int status = parse_command_line(app, argc, argv, print); status >= 0) return status;
   if (cfg.quick) {
-    if (!steps_set) cfg.steps = 6;
-    if (!reps_set) cfg.reps = 1;
+    if (steps->count() == 0) cfg.steps = 6;
+    if (reps->count() == 0) cfg.reps = 1;
   }
-  return "";
+  return -1;
 }
 
 }  // namespace tide::examples::scaling

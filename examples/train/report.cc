@@ -1,0 +1,101 @@
+// What the trainer reports: a progress line per log interval, the figures
+// of the whole run, and the summary a person reads at the end.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "run.h"
+
+namespace tide::train {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+TrainResult start_result(Run& run) {
+  TrainResult res;
+  res.first_step = run.start;
+  res.total_steps = run.total;
+  res.global_batch = run.cfg.batch * run.ranks;
+  res.classes = run.data.train.classes;
+  res.buckets = run.reducer.describe();
+  return res;
+}
+
+bool log_due(const Run& run, std::int64_t step) {
+  return (step + 1) % run.cfg.log_every == 0 || step + 1 == run.total;
+}
+
+void report_progress(Run& run, std::int64_t step, TrainResult& res, double& t_log) {
+  const TrainConfig& cfg = run.cfg;
+  const bool last = step + 1 == run.total;
+  const double n = static_cast<double>(step + 1 - run.log_from);
+  const double loss_mean = run.comm.all_reduce(run.loss_sum, ReduceOp::avg).item<double>() / n;
+  const double correct = run.comm.all_reduce(run.correct_sum, ReduceOp::sum).item<double>();
+  const double t = now_s();
+  res.last_loss = loss_mean;
+  res.losses.push_back(loss_mean);
+  res.last_train_accuracy = correct / (n * static_cast<double>(res.global_batch));
+  if (const Progress& progress = run.progress; progress.out) {
+    std::ostringstream line;
+    line << "step " << step + 1 << "/" << run.total << "  epoch " << step / run.steps_per_epoch + 1 << "  loss "
+         << fmt("%.4f", loss_mean) << "  acc " << fmt("%.1f%%", 100 * res.last_train_accuracy) << "  "
+         << fmt("%.0f", n * static_cast<double>(res.global_batch) / (t - t_log)) << " samples/s  stalls "
+         << run.e.stats().stalls;
+    if (progress.redraw) *progress.out << "\r" << std::left << std::setw(90) << line.str() << (last ? "\n" : "");
+    else *progress.out << line.str() << "\n";
+    progress.out->flush();
+  }
+  // A run that ends between log lines reports the open interval but keeps
+  // its sums, so a checkpoint taken now resumes into the same interval.
+  if ((step + 1) % cfg.log_every == 0) {
+    run.loss_sum = zeros(Shape{}, {cfg.dtype, run.dev});
+    run.correct_sum = zeros(Shape{}, {DType::i32, run.dev});
+    run.log_from = step + 1;
+    t_log = t;
+  }
+}
+
+void record_speed(const Run& run, std::int64_t warm, double timed_s, TrainResult& res) {
+  res.steps_run = run.total - run.start;
+  const std::int64_t timed = res.steps_run - warm;
+  if (timed > 0) {
+    res.step_ms = 1e3 * timed_s / static_cast<double>(timed);
+    res.samples_per_s = static_cast<double>(timed * res.global_batch) / timed_s;
+  }
+  const Stats st = run.e.stats();
+  res.blockers_per_step = res.steps_run ? static_cast<double>(st.blockers) / static_cast<double>(res.steps_run) : 0;
+  res.stalls = st.stalls;
+  res.stalled_ms = static_cast<double>(st.stalled_ns) / 1e6;
+  res.peak_queued_bytes = st.peak_queued_bytes;
+}
+
+std::string summary(const TrainResult& r, int ranks) {
+  std::ostringstream os;
+  os << "trained steps " << r.first_step << ".." << r.total_steps << " on " << ranks
+     << (ranks == 1 ? " rank" : " ranks") << " (global batch " << r.global_batch << ")\n"
+     << "  final loss " << fmt("%.4f", r.last_loss) << ", train accuracy " << fmt("%.1f%%", 100 * r.last_train_accuracy)
+     << ", held-out accuracy " << fmt("%.1f%%", 100 * r.test_accuracy) << " (chance "
+     << fmt("%.1f%%", 100.0 / std::max(1, r.classes)) << ")\n"
+     << "  " << fmt("%.0f", r.samples_per_s) << " samples/s, " << fmt("%.2f", r.step_ms) << " ms per step\n"
+     << "  blockers per step " << fmt("%.3f", r.blockers_per_step) << ", runahead stalls " << r.stalls << " ("
+     << fmt("%.1f", r.stalled_ms) << " ms), peak queued " << fmt("%.2f", static_cast<double>(r.peak_queued_bytes) / (1 << 20))
+     << " MiB\n"
+     << "  gradient buckets: " << r.buckets << "\n";
+  if (r.comm_ms_per_step >= 0)
+    os << "  bucket communication " << fmt("%.3f", r.comm_ms_per_step) << " ms per step, "
+       << fmt("%.1f%%", 100 * r.comm_hidden_fraction) << " of it while backward computed; first bucket began "
+       << "before backward ended in " << r.steps_first_bucket_overlapped << " of " << r.steps_measured << " steps\n";
+  return os.str();
+}
+
+}  // namespace tide::train

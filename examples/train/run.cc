@@ -1,0 +1,105 @@
+// Set-up of a run: the model on its device, the gradient reducer, the
+// optimizer state and the interval sums, and the engine's settings for the loop.
+#include "run.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "checkpoint_checks.h"
+
+namespace tide::train {
+
+namespace {
+
+const TrainConfig& validated(const TrainConfig& cfg) {
+  cfg.validate();
+  return cfg;
+}
+
+std::int64_t total_steps(const TrainConfig& cfg, std::int64_t steps_per_epoch, int ranks) {
+  if (static_cast<double>(cfg.log_every) * static_cast<double>(cfg.batch * ranks) >= 2147483648.0)
+    throw ValueError("train: log interval x global batch must stay below 2^31 (the correct-count is i32)");
+  std::int64_t total = steps_per_epoch * cfg.epochs;
+  if (cfg.max_steps > 0) total = std::min(total, cfg.max_steps);
+  return total;
+}
+
+/// The model for `data`'s features and classes, on cfg.device once the
+/// engine has checked that it can use that device.
+Model model_for(Engine& e, const Split& data, const TrainConfig& cfg) {
+  std::vector<std::int64_t> widths{data.train.features};
+  widths.insert(widths.end(), cfg.hidden.begin(), cfg.hidden.end());
+  widths.push_back(data.train.classes);
+  e.check_device(cfg.device);
+  return make_model(widths, cfg.dtype, cfg.device, cfg.seed);
+}
+
+/// What a checkpoint must have been written by to resume this run.
+std::string run_fingerprint(const TrainConfig& c, const Split& data, int ranks) {
+  std::ostringstream os;
+  os << "widths=" << data.train.features;
+  for (auto h : c.hidden) os << "," << h;
+  os << "," << data.train.classes << " dtype=" << dtype_name(c.dtype) << " opt=" << c.optimizer
+     << " lr=" << c.lr << " momentum=" << c.momentum << " global_batch=" << c.batch * ranks
+     << " seed=" << c.seed << " data=" << content_digest(data.train);
+  return os.str();
+}
+
+}  // namespace
+
+Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const Progress& progress_)
+    : comm(comm_),
+      data(data_),
+      cfg(validated(cfg_)),
+      progress(progress_),
+      e(current_engine()),
+      rank(comm.rank()),
+      ranks(comm.size()),
+      dev(cfg.device),
+      trace(cfg.trace && dev.is_cpu()),
+      adam(cfg.optimizer == "adam"),
+      sampler(data.train.rows, cfg.batch, rank, ranks, cfg.seed),
+      steps_per_epoch(sampler.steps_per_epoch()),
+      total(total_steps(cfg, steps_per_epoch, ranks)),
+      model(model_for(e, data, cfg)),
+      reducer(comm, model.params, {cfg.bucket_mb, ReduceOp::avg}) {
+  for (const Tensor& p : model.params) {
+    state1.push_back(zeros(p.shape(), {cfg.dtype, dev}));
+    if (adam) state2.push_back(zeros(p.shape(), {cfg.dtype, dev}));
+  }
+  loss_sum = zeros(Shape{}, {cfg.dtype, dev});
+  correct_sum = zeros(Shape{}, {DType::i32, dev});
+  if (rank == 0) fingerprint = run_fingerprint(cfg, data, ranks);
+  names = checkpoint_tensor_names(model.layers(), adam);
+}
+
+Tensor Run::to_dev(const Tensor& host) const { return dev.is_cpu() ? host : copy_to(host, dev); }
+
+std::vector<Tensor*> Run::everything() {
+  std::vector<Tensor*> all;
+  for (auto* v : {&model.params, &state1, &state2})
+    for (Tensor& t : *v) all.push_back(&t);
+  return all;
+}
+
+EngineSettings::EngineSettings(Engine& e, int lookahead, bool trace) : e_(e), policy_(e.policy()) {
+  try {
+    e.set_policy(lookahead > 0 ? SyncPolicy::steps(static_cast<std::uint32_t>(lookahead)) : SyncPolicy::unbounded());
+    e.wait_all();
+    e.reset_stats();
+    e.take_trace();
+    e.set_tracing(trace);
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
+EngineSettings::~EngineSettings() { restore(); }
+
+void EngineSettings::restore() {
+  e_.set_tracing(false);
+  e_.set_policy(policy_);
+}
+
+}  // namespace tide::train
