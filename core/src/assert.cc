@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include <tide/core/error.h>
 
@@ -10,12 +11,9 @@ namespace tide::detail {
 
 void internal_assert_failed(const char* cond, const char* file, int line, const char* msg) noexcept {
   const int rank = process_rank();
-  if (rank >= 0)
-    std::fprintf(stderr, "tide: internal error on rank %d at %s:%d: %s (check failed: %s); this is a bug in tide\n", rank,
-                 file, line, msg, cond);
-  else
-    std::fprintf(stderr, "tide: internal error at %s:%d: %s (check failed: %s); this is a bug in tide\n", file, line, msg,
-                 cond);
+  const std::string where = rank >= 0 ? " on rank " + std::to_string(rank) : std::string();
+  std::fprintf(stderr, "tide: internal error%s at %s:%d: %s (check failed: %s); this is a bug in tide\n",
+               where.c_str(), file, line, msg, cond);
   std::fflush(stderr);
   std::abort();
 }

@@ -24,4 +24,5 @@ namespace tide::detail {
   } while (0)
 
 /// For a point no valid state reaches (a switch over every enumerator).
-#define TIDE_UNREACHABLE(msg) ::tide::detail::internal_assert_failed("control never reaches here", __FILE__, __LINE__, (msg))
+#define TIDE_UNREACHABLE(msg) \
+  ::tide::detail::internal_assert_failed("control never reaches here", __FILE__, __LINE__, (msg))

@@ -5,9 +5,12 @@
 // pushes to it. push, barriers, step() and the stream scope must be called
 // from that thread (another thread gets tide::UsageError). stats() may be
 // called from any thread.
+//
+// This is the API programs use. What an op hands the engine (OpDesc, its
+// kernel, read and write sets) and what its kernel sees (OpContext) are the
+// backend contract, in <tide/core/op.h>, included here for Engine::push.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
