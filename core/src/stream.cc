@@ -115,14 +115,14 @@ void Stream::finish(QueuedOp* op) {
   hooks_.completed();
 }
 
-backend::Fault Stream::wait_point(const StreamPoint& p) {
-  if (lane_ && p.stream->lane_) {
+backend::Fault Stream::gpu_wait_point(const StreamPoint& p) {
+  if (p.stream->lane_) {
     // GPU after GPU: once the producer is launched, its event orders the
     // two streams on the device; the host does not wait for the GPU.
     p.stream->wait_launched(p.seq);
     return p.stream->lane_->make_wait(p.seq, lane_->native(), p.stream->completed_);
   }
-  p.stream->wait_until(p.seq);  // a CPU side: the host waits for completion
+  p.stream->wait_until(p.seq);  // a CPU producer: the host waits for completion
   return {};
 }
 
@@ -143,7 +143,7 @@ void Stream::worker() {
       bool sticky = !device_error.empty();
       try {
         for (int i = 0; i < op->nwaits; ++i) {
-          if (backend::Fault f = wait_point(op->waits[i])) {
+          if (backend::Fault f = gpu_wait_point(op->waits[i])) {
             error = std::move(f.what);
             sticky = f.sticky;
             break;
@@ -170,7 +170,8 @@ void Stream::worker() {
       inflight_.push(op);
       continue;
     }
-    for (int i = 0; i < op->nwaits; ++i) wait_point(op->waits[i]);
+    // A CPU stream: the host waits for each producer's completion.
+    for (int i = 0; i < op->nwaits; ++i) op->waits[i].stream->wait_until(op->waits[i].seq);
     hooks_.run(*op, index_, nullptr, nullptr);
     finish(op);
   }

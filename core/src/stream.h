@@ -106,9 +106,10 @@ class Stream {
   void complete(std::uint64_t seq);
   /// Everything after an op has completed: bytes, recycling, waiters.
   void finish(QueuedOp* op);
-  /// Waits (host or GPU) for another stream's point before an op runs; a
-  /// GPU wait that could not be made is returned, not thrown.
-  backend::Fault wait_point(const StreamPoint& p);
+  /// A GPU stream's wait for another stream's point before an op runs (a
+  /// CPU stream waits for completion on the host); a wait that could not be
+  /// made is returned, not thrown.
+  backend::Fault gpu_wait_point(const StreamPoint& p);
   /// Blocks until `seq` ops have been launched (GPU streams) or completed.
   void wait_launched(std::uint64_t seq);
   void completion_worker();
