@@ -55,7 +55,7 @@ class NaiveEngine final : public Engine {
 
 
   std::vector<std::uint64_t> seqs_;
-  std::vector<void*> natives_;  // cudaStream_t per GPU stream index
+  std::vector<void*> natives_;  // native stream per stream index (null on CPU)
   std::atomic<std::uint64_t> completed_{0};
 };
 
