@@ -2,9 +2,7 @@
 
 #include <cstring>
 
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/cuda_runtime.h"
-#endif
+#include "backend.h"
 
 namespace tide {
 
@@ -20,15 +18,7 @@ void copy_bytes(const OpContext& ctx, Device dst_dev, void* dst, Device src_dev,
     std::memmove(dst, src, nbytes);
     return;
   }
-#ifdef TIDE_HAVE_CUDA
-  if (!ctx.native_stream)
-    throw DeviceError("a copy between " + src_dev.str() + " and " + dst_dev.str() + " must run on a GPU's stream");
-  cuda_backend::copy(ctx.native_stream, dst_dev, dst, src_dev, src, nbytes);
-#else
-  (void)ctx;
-  throw DeviceError("a copy between " + src_dev.str() + " and " + dst_dev.str() +
-                    " needs the CUDA backend, which this build lacks");
-#endif
+  backend::copy(ctx.native_stream, dst_dev, dst, src_dev, src, nbytes);
 }
 
 }  // namespace tide

@@ -3,11 +3,10 @@
 #include <atomic>
 #include <charconv>
 
+#include <tide/core/assert.h>
 #include <tide/core/error.h>
 
-#ifdef TIDE_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "backend.h"
 
 namespace tide {
 
@@ -18,53 +17,14 @@ std::atomic<int> g_process_rank{-1};
 void set_process_rank(int rank) { g_process_rank.store(rank, std::memory_order_relaxed); }
 int process_rank() { return g_process_rank.load(std::memory_order_relaxed); }
 
-bool cuda_built() {
-#ifdef TIDE_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
+bool cuda_built() { return backend::built(); }
 
-int cuda_device_count() {
-#ifdef TIDE_HAVE_CUDA
-  // Asked once: without a driver cudaGetDeviceCount fails (and leaves the
-  // count alone); any error means no usable device.
-  static const int count = [] {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
-    }
-    return n;
-  }();
-  return count;
-#else
-  return 0;
-#endif
-}
+int cuda_device_count() { return backend::device_count(); }
 
 std::string cuda_device_uuid(int device) {
   if (device < 0 || device >= cuda_device_count())
     throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
-#ifdef TIDE_HAVE_CUDA
-  cudaDeviceProp prop{};
-  if (cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess) {
-    cudaGetLastError();
-    throw DeviceError("cuda:" + std::to_string(device) + ": cudaGetDeviceProperties failed: " +
-                      cudaGetErrorString(e));
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  for (char c : prop.uuid.bytes) {
-    const auto b = static_cast<unsigned char>(c);
-    id += hex[b >> 4];
-    id += hex[b & 15];
-  }
-  return id;
-#else
-  return {};
-#endif
+  return backend::device_uuid(device);
 }
 
 Device Device::parse(std::string_view text) {
@@ -98,7 +58,7 @@ const char* stream_kind_name(StreamKind k) {
     case StreamKind::copy: return "copy";
     case StreamKind::comm: return "comm";
   }
-  return "?";
+  TIDE_UNREACHABLE("stream_kind_name: not a StreamKind");
 }
 
 }  // namespace tide

@@ -10,9 +10,7 @@
 
 #include "engine_internal.h"
 
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/cuda_runtime.h"
-#endif
+#include "backend.h"
 
 namespace tide {
 
@@ -100,9 +98,7 @@ Engine::Engine(const EngineOptions& options)
   for (std::size_t i = 0; i < nstreams; ++i)
     counters_->streams.push_back(std::make_unique<StreamCounters>());
   counters_->device_failures.resize(devices_.size());
-#ifdef TIDE_HAVE_CUDA
-  cuda_sync_after_op_ = cuda_backend::sync_mode();
-#endif
+  gpu_sync_after_op_ = backend::sync_mode();
 }
 
 Engine::~Engine() {
@@ -264,24 +260,20 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
     const std::int64_t t0 = now_ns();
     try {
       op.fn(ctx);
-#ifdef TIDE_HAVE_CUDA
-      if (native_stream && cuda_sync_after_op_) cuda_backend::sync_stream(native_stream);
-#endif
+      if (native_stream && gpu_sync_after_op_) backend::sync_stream(native_stream);
     } catch (const std::exception& e) {
       poison = make_prov(e.what());
     } catch (...) {
       poison = make_prov("unknown exception");
     }
-#ifdef TIDE_HAVE_CUDA
     // Kernels launched before the throw may still run: in sync mode the op's
     // storages must not be released (and reused) under them.
-    if (poison && native_stream && cuda_sync_after_op_) {
+    if (poison && native_stream && gpu_sync_after_op_) {
       try {
-        cuda_backend::sync_stream(native_stream);
+        backend::sync_stream(native_stream);
       } catch (const std::exception&) {
       }
     }
-#endif
     const std::int64_t t1 = now_ns();
     Counters::bump(sc.ops);
     sc.busy_ns.store(sc.busy_ns.load(std::memory_order_relaxed) + (t1 - t0),

@@ -6,9 +6,7 @@
 
 #include "engine_internal.h"
 
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/cuda_runtime.h"
-#endif
+#include "backend.h"
 
 namespace tide {
 
@@ -18,18 +16,16 @@ class NaiveEngine final : public Engine {
  public:
   explicit NaiveEngine(const EngineOptions& options)
       : Engine(options), seqs_(devices_.size() * kStreamKinds, 0), natives_(seqs_.size(), nullptr) {
-#ifdef TIDE_HAVE_CUDA
     // GPU ops launch on the process's shared naive streams and are waited
     // for one by one: the synchronous reference, with faults pinned on the
     // op that made them. The streams (and the cuBLAS handles the frontend
     // thread binds to them) outlive the engine, so making many naive engines
     // makes no new handles or workspaces.
-    cuda_sync_after_op_ = true;
+    gpu_sync_after_op_ = true;
     for (std::size_t i = 0; i < natives_.size(); ++i) {
       const Device d = devices_[i / kStreamKinds];
-      if (d.is_cuda()) natives_[i] = cuda_backend::shared_stream(d.index, static_cast<StreamKind>(i % kStreamKinds));
+      if (d.is_cuda()) natives_[i] = backend::shared_stream(d.index, static_cast<StreamKind>(i % kStreamKinds));
     }
-#endif
   }
 
 
@@ -42,11 +38,9 @@ class NaiveEngine final : public Engine {
     c.note_peak(c.peak_queued_ops, 1);
     std::uint64_t seq = ++seqs_[static_cast<std::size_t>(stream_index)];
     void* native = natives_[static_cast<std::size_t>(stream_index)];
-#ifdef TIDE_HAVE_CUDA
     // Runs on the frontend's thread: the op's device only for the op.
-    std::optional<cuda_backend::DeviceGuard> guard;
+    std::optional<backend::DeviceGuard> guard;
     if (native) guard.emplace(op.device.index);
-#endif
     execute(op, stream_index, seq, current_step(), push_index, native, false);
     for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->var().written = true;
     completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -61,7 +55,7 @@ class NaiveEngine final : public Engine {
 
 
   std::vector<std::uint64_t> seqs_;
-  std::vector<void*> natives_;  // cudaStream_t per GPU stream index
+  std::vector<void*> natives_;  // native stream per stream index (null on CPU)
   std::atomic<std::uint64_t> completed_{0};
 };
 

@@ -5,25 +5,19 @@
 
 #include "memory.h"
 
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/cuda_runtime.h"
-#endif
+#include "backend.h"
 
 namespace tide {
 
-// GPU memory comes from the device's stream-ordered pool (cuda/cuda_runtime.h).
+// GPU memory comes from the GPU backend (backend.h).
 // CPU memory: 64-byte aligned so kernels may use aligned vector loads. Freed
 // by whoever drops the last reference; queued ops hold one, so a block is
 // never released before its last use has completed.
 Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
     : engine_id_(engine_id), device_(device), nbytes_(nbytes) {
   if (device.is_cuda()) {
-#ifdef TIDE_HAVE_CUDA
-    data_ = cuda_backend::alloc(device.index, nbytes);
+    data_ = backend::alloc(device.index, nbytes);
     return;
-#else
-    throw DeviceError("cannot allocate on " + device.str() + ": tide was built without the CUDA backend");
-#endif
   }
   if (device.index < 0 || device.index >= kMaxCpuDevices)
     throw DeviceError("cannot allocate on " + device.str() + ": not a CPU device (at most " +
@@ -47,12 +41,10 @@ Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
 }
 
 Storage::~Storage() {
-#ifdef TIDE_HAVE_CUDA
   if (device_.is_cuda()) {
-    cuda_backend::free(device_.index, data_);
+    backend::free(device_.index, data_);
     return;
   }
-#endif
   std::free(data_);
   memory::note_cpu_released(device_.index, nbytes_);
 }
@@ -60,19 +52,11 @@ Storage::~Storage() {
 void use_cuda_device(int device) {
   if (device < 0 || device >= cuda_device_count())
     throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
-#ifdef TIDE_HAVE_CUDA
-  cuda_backend::set_device(device);
-#endif
+  backend::set_device(device);
 }
 
 std::uint64_t cuda_memory_in_use(int device) {
-#ifdef TIDE_HAVE_CUDA
-  if (device < 0 || device >= cuda_device_count())
-    throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
-  return cuda_backend::memory_used(device);
-#else
-  throw DeviceError("cuda:" + std::to_string(device) + ": tide was built without the CUDA backend");
-#endif
+  return backend::memory_used(device);
 }
 
 }  // namespace tide

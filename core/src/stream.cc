@@ -1,30 +1,16 @@
 #include "stream.h"
 
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/cuda_runtime.h"
-#include "cuda/lane.h"
-#else
-namespace tide::cuda_backend {
-// Never made without the CUDA backend; complete so unique_ptr can free it.
-class Lane {
- public:
-  void* native() const { return nullptr; }
-};
-}  // namespace tide::cuda_backend
-#endif
+#include <tide/core/assert.h>
+
+#include "backend.h"
 
 namespace tide {
 
 Stream::Stream(Hooks& hooks, int index, Device device, StreamKind kind) : hooks_(hooks), index_(index) {
-#ifdef TIDE_HAVE_CUDA
   if (device.is_cuda()) {
-    lane_ = std::make_unique<cuda_backend::Lane>(device.index, kind);
+    lane_ = backend::make_lane(device.index, kind);
     completer_ = std::thread([this] { completion_worker(); });
   }
-#else
-  (void)device;
-  (void)kind;
-#endif
   thread_ = std::thread([this] { worker(); });
 }
 
@@ -129,42 +115,40 @@ void Stream::finish(QueuedOp* op) {
   hooks_.completed();
 }
 
-void Stream::wait_point(const StreamPoint& p) {
-#ifdef TIDE_HAVE_CUDA
-  if (lane_ && p.stream->lane_) {
+backend::Fault Stream::gpu_wait_point(const StreamPoint& p) {
+  if (p.stream->lane_) {
     // GPU after GPU: once the producer is launched, its event orders the
     // two streams on the device; the host does not wait for the GPU.
     p.stream->wait_launched(p.seq);
-    p.stream->lane_->make_wait(p.seq, lane_->native(), p.stream->completed_);
-    return;
+    return p.stream->lane_->make_wait(p.seq, lane_->native(), p.stream->completed_);
   }
-#endif
-  p.stream->wait_until(p.seq);  // a CPU side: the host waits for completion
+  p.stream->wait_until(p.seq);  // a CPU producer: the host waits for completion
+  return {};
 }
 
 void Stream::worker() {
-#ifdef TIDE_HAVE_CUDA
   std::string device_error;
   if (lane_) {
     try {
-      cuda_backend::set_device(lane_->device());
+      backend::set_device(lane_->device());
     } catch (const std::exception& e) {
       device_error = e.what();
     }
   }
-#endif
   for (;;) {
     QueuedOp* op = queue_.pop();  // spins briefly, then sleeps
     if (!op) break;
-#ifdef TIDE_HAVE_CUDA
     if (lane_) {
       std::string error = device_error;
       bool sticky = !device_error.empty();
       try {
-        for (int i = 0; i < op->nwaits; ++i) wait_point(op->waits[i]);
-      } catch (const CudaError& e) {
-        error = e.what();
-        sticky = e.sticky();
+        for (int i = 0; i < op->nwaits; ++i) {
+          if (backend::Fault f = gpu_wait_point(op->waits[i])) {
+            error = std::move(f.what);
+            sticky = f.sticky;
+            break;
+          }
+        }
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -174,10 +158,10 @@ void Stream::worker() {
       if (sticky) hooks_.async_failure(*op, index_, error, false);
       hooks_.run(*op, index_, lane_->native(), error.empty() ? nullptr : error.c_str());
       // The slot of this op's event held op seq - kRing's: it must be done.
-      if (op->seq > cuda_backend::Lane::kRing) wait_until(op->seq - cuda_backend::Lane::kRing);
+      if (op->seq > backend::Lane::kRing) wait_until(op->seq - backend::Lane::kRing);
       // Without its event the op's completion cannot be seen: the stream is
       // lost, whatever the error.
-      if (std::string rec = lane_->record(op->seq); !rec.empty()) hooks_.async_failure(*op, index_, rec, false);
+      if (backend::Fault rec = lane_->record(op->seq)) hooks_.async_failure(*op, index_, rec.what, false);
       launched_.store(op->seq, std::memory_order_seq_cst);
       if (waiters_.load(std::memory_order_seq_cst) > 0) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -186,8 +170,8 @@ void Stream::worker() {
       inflight_.push(op);
       continue;
     }
-#endif
-    for (int i = 0; i < op->nwaits; ++i) wait_point(op->waits[i]);
+    // A CPU stream: the host waits for each producer's completion.
+    for (int i = 0; i < op->nwaits; ++i) op->waits[i].stream->wait_until(op->waits[i].seq);
     hooks_.run(*op, index_, nullptr, nullptr);
     finish(op);
   }
@@ -195,20 +179,18 @@ void Stream::worker() {
 }
 
 void Stream::completion_worker() {
-#ifdef TIDE_HAVE_CUDA
+  TIDE_INTERNAL_ASSERT(lane_ != nullptr, "a completion thread runs only for a GPU stream");
   try {
-    cuda_backend::set_device(lane_->device());
+    backend::set_device(lane_->device());
   } catch (const std::exception&) {
     // Every op of this stream then fails at launch, and its event reports it.
   }
   for (;;) {
     QueuedOp* op = inflight_.pop();
     if (!op) return;
-    std::string error = lane_->wait_done(op->seq);
-    if (!error.empty()) hooks_.async_failure(*op, index_, error, true);
+    if (backend::Fault f = lane_->wait_done(op->seq)) hooks_.async_failure(*op, index_, f.what, true);
     finish(op);
   }
-#endif
 }
 
 }  // namespace tide

@@ -12,13 +12,11 @@
 
 #include <tide/core/engine.h>
 
+#include "backend.h"
 #include "spsc_queue.h"
 
 namespace tide {
 
-namespace cuda_backend {
-class Lane;
-}
 
 /// An op waiting in a stream's queue, with the events it must wait for.
 /// Ops are recycled: a finished op travels back to the frontend, which
@@ -47,7 +45,7 @@ class Stream {
  public:
   /// `run` executes one op on the worker; `completed` is called after the
   /// stream's completed count has moved.
-  /// `async_failure` reports a CUDA error that marks the device failed: one
+  /// `async_failure` reports a GPU error that marks the device failed: one
   /// the GPU raised while or after running `op` (seen at its completion
   /// event, on the completion thread; `at_completion`), or one at its
   /// launch (on the worker) that leaves the stream unusable.
@@ -59,10 +57,11 @@ class Stream {
     virtual ~Hooks() = default;
   };
 
-  /// A stream of `device`. On a GPU the worker launches each op on the
-  /// stream's cudaStream_t and a completion thread moves the completed count
-  /// once the GPU has run it (so barriers, the sync policy and memory see
-  /// GPU completion); waits between GPU streams are cudaStreamWaitEvent.
+  /// A stream of `device`. On a GPU the worker launches each op on its
+  /// lane's native stream (backend.h) and a completion thread moves the
+  /// completed count once the GPU has run it (so barriers, the sync policy
+  /// and memory see GPU completion); waits between GPU streams are the
+  /// lane's event waits (cudaStreamWaitEvent on CUDA).
   Stream(Hooks& hooks, int index, Device device, StreamKind kind);
   /// Joins the worker if stop() and join() were not called.
   ~Stream();
@@ -98,7 +97,8 @@ class Stream {
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
   /// Blocks until `seq` ops have completed: a short spin, then sleep.
   void wait_until(std::uint64_t seq);
-  /// The cudaStream_t of a GPU stream, null on a CPU device.
+  /// The native stream of a GPU stream (cudaStream_t on CUDA), null on a
+  /// CPU device.
   void* native_stream() const;
 
  private:
@@ -106,8 +106,10 @@ class Stream {
   void complete(std::uint64_t seq);
   /// Everything after an op has completed: bytes, recycling, waiters.
   void finish(QueuedOp* op);
-  /// Waits (host or GPU) for another stream's point before an op runs.
-  void wait_point(const StreamPoint& p);
+  /// A GPU stream's wait for another stream's point before an op runs (a
+  /// CPU stream waits for completion on the host); a wait that could not be
+  /// made is returned, not thrown.
+  backend::Fault gpu_wait_point(const StreamPoint& p);
   /// Blocks until `seq` ops have been launched (GPU streams) or completed.
   void wait_launched(std::uint64_t seq);
   void completion_worker();
@@ -137,7 +139,7 @@ class Stream {
   SpscQueue<QueuedOp*> queue_;     // frontend -> worker
   SpscQueue<QueuedOp*> finished_;  // worker (or completion thread) -> frontend, for reuse
   // GPU streams only.
-  std::unique_ptr<cuda_backend::Lane> lane_;
+  std::unique_ptr<backend::Lane> lane_;
   alignas(64) std::atomic<std::uint64_t> launched_{0};  // written by the worker
   SpscQueue<QueuedOp*> inflight_;  // worker -> completion thread
   std::thread completer_;

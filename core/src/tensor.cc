@@ -8,9 +8,7 @@
 
 #include "engine_internal.h"
 
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/cuda_runtime.h"
-#endif
+#include "backend.h"
 
 namespace tide {
 
@@ -65,16 +63,12 @@ const void* Tensor::read_host(const char* kind, std::source_location loc) const 
   Engine& e = engine();
   e.wait_for(*storage_, kind, loc);
   if (storage_->device().is_cpu()) return storage_->data();
-#ifdef TIDE_HAVE_CUDA
   // A GPU tensor's bytes come to a host buffer of the frontend thread (the
   // one thread that may call blockers), valid until its next blocker.
   thread_local std::vector<unsigned char> host;
   host.resize(nbytes());
-  cuda_backend::read_to_host(storage_->device().index, host.data(), storage_->data(), nbytes());
+  backend::read_to_host(storage_->device().index, host.data(), storage_->data(), nbytes());
   return host.data();
-#else
-  throw DeviceError(std::string(kind) + " on a " + storage_->device().str() + " tensor, without the CUDA backend");
-#endif
 }
 
 namespace {

@@ -16,7 +16,7 @@
 
 #include "../memory.h"
 
-namespace tide::cuda_backend {
+namespace tide::backend {
 
 namespace {
 
@@ -162,23 +162,6 @@ void copy_device_to_host(cudaStream_t s, int dev, char* dst, const char* src, st
   }
 }
 
-}  // namespace
-
-void set_device(int device) { TIDE_CUDA_CHECK(cudaSetDevice(device)); }
-
-DeviceGuard::DeviceGuard(int device) {
-  int prev = 0;
-  TIDE_CUDA_CHECK(cudaGetDevice(&prev));
-  if (prev == device) return;
-  TIDE_CUDA_CHECK(cudaSetDevice(device));
-  prev_ = prev;
-}
-
-DeviceGuard::~DeviceGuard() {
-  if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
-}
-
-namespace {
 [[noreturn]] void throw_out_of_memory(int device, std::size_t nbytes) {
   std::string why = "the GPU's memory is exhausted";
   std::uint64_t held = 0;
@@ -217,6 +200,8 @@ void free(int device, void* p) noexcept {
 }
 
 std::uint64_t memory_used(int device) {
+  if (device < 0 || device >= device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
   DeviceMemory& m = memory(device);
   // Frees are stream-ordered: let the ones issued so far take effect.
   TIDE_CUDA_CHECK(cudaStreamSynchronize(m.stream));
@@ -225,7 +210,7 @@ std::uint64_t memory_used(int device) {
   return used;
 }
 
-void* create_stream(int device, StreamKind kind) {
+void* cuda_impl::create_stream(int device, StreamKind kind) {
   DeviceGuard guard(device);
   int least = 0, greatest = 0;
   TIDE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -235,7 +220,7 @@ void* create_stream(int device, StreamKind kind) {
   return s;
 }
 
-void destroy_stream(int device, void* stream) noexcept {
+void cuda_impl::destroy_stream(int device, void* stream) noexcept {
   if (!stream) return;
   int prev = -1;
   if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
@@ -249,7 +234,7 @@ void* shared_stream(int device, StreamKind kind) {
   static std::map<std::pair<int, int>, void*> streams;
   std::lock_guard<std::mutex> lock(mutex);
   void*& s = streams[{device, static_cast<int>(kind)}];
-  if (!s) s = create_stream(device, kind);
+  if (!s) s = cuda_impl::create_stream(device, kind);
   return s;
 }
 
@@ -265,6 +250,8 @@ bool sync_mode() {
 
 void copy(void* stream, Device dst_dev, void* dst, Device src_dev, const void* src, std::size_t nbytes) {
   if (nbytes == 0) return;
+  if (!stream)
+    throw DeviceError("a copy between " + src_dev.str() + " and " + dst_dev.str() + " must run on a GPU's stream");
   auto s = static_cast<cudaStream_t>(stream);
   auto* d = static_cast<char*>(dst);
   const auto* from = static_cast<const char*>(src);
@@ -291,4 +278,4 @@ void read_to_host(int device, void* dst, const void* src, std::size_t nbytes) {
   TIDE_CUDA_CHECK(cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
 }
 
-}  // namespace tide::cuda_backend
+}  // namespace tide::backend

@@ -1,5 +1,10 @@
-// The CUDA backend's process-wide pieces, used by the engines and storages
-// (internal to core/; compiled only with TIDE_HAVE_CUDA).
+// The CUDA backend's process-wide pieces beyond the seam (internal to
+// core/src/cuda/; compiled only with TIDE_HAVE_CUDA). What core calls is
+// declared in ../backend.h and defined in this folder:
+//
+//   cuda_device.cc   device count, UUIDs, the current device
+//   cuda_runtime.cc  memory, copies, the naive engine's shared streams
+//   lane.cc          a tide stream's cudaStream_t and events
 //
 // Memory: every device storage comes from a stream-ordered pool of tide's own
 // (cudaMallocFromPoolAsync) on a per-device stream that never carries work,
@@ -10,59 +15,15 @@
 // allocation on it may hand the block to any stream without an event.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-
 #include <tide/core/device.h>
 
-namespace tide::cuda_backend {
+#include "../backend.h"
 
-/// Sets the calling thread's current device (throws CudaError).
-void set_device(int device);
-
-/// Makes `device` current for a scope and restores the thread's previous
-/// one after, so work tide does on the frontend's thread (creating streams,
-/// blockers' copies, the naive engine's ops) never leaves the user's
-/// current device changed. Switches only when they differ.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_ = -1;  // -1: nothing to restore
-};
-
-void* alloc(int device, std::size_t nbytes);
-void free(int device, void* p) noexcept;
-/// Bytes of the device's pool now handed out to storages.
-std::uint64_t memory_used(int device);
+namespace tide::backend::cuda_impl {
 
 /// A new non-blocking stream on `device`; the comm stream gets the highest
 /// priority, so a bucket's all-reduce is not starved by queued compute.
 void* create_stream(int device, StreamKind kind);
 void destroy_stream(int device, void* stream) noexcept;
-/// The process's one stream of `kind` on `device` for engines that run ops
-/// synchronously (the naive engine): made at first use, never destroyed.
-void* shared_stream(int device, StreamKind kind);
-/// Waits for `stream` and throws CudaError if it or an earlier op failed.
-void sync_stream(void* stream);
 
-/// TIDE_CUDA_SYNC=1: every op waits for its own completion (the analogue of
-/// CUDA_LAUNCH_BLOCKING), so a fault names the op that caused it.
-bool sync_mode();
-
-/// Copies `nbytes` between any two devices as an op on `stream` (the copy
-/// stream of the GPU involved). Host memory is pageable, so host<->device
-/// copies go through pinned staging chunks owned by the calling worker,
-/// double-buffered so the host memcpy of one chunk overlaps the DMA of the
-/// other; a device-to-host copy returns once the bytes are in host memory.
-void copy(void* stream, Device dst_dev, void* dst, Device src_dev, const void* src, std::size_t nbytes);
-
-/// Blocker path: device bytes to host memory, synchronously (the producers
-/// have completed already).
-void read_to_host(int device, void* dst, const void* src, std::size_t nbytes);
-
-}  // namespace tide::cuda_backend
+}  // namespace tide::backend::cuda_impl

@@ -27,6 +27,9 @@ template <typename T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
 
 /// Calls f(T{}) with T the C++ type of `t`: one switch for every kernel.
+/// Creation ops dispatch on the dtype a user asked for before the tensor
+/// is made, which refuses a bad one (tensor_bytes): any other value takes
+/// the i32 path until then.
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {

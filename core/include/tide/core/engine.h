@@ -5,9 +5,12 @@
 // pushes to it. push, barriers, step() and the stream scope must be called
 // from that thread (another thread gets tide::UsageError). stats() may be
 // called from any thread.
+//
+// This is the API programs use. What an op hands the engine (OpDesc, its
+// kernel, read and write sets) and what its kernel sees (OpContext) are the
+// backend contract, in <tide/core/op.h>, included here for Engine::push.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -17,70 +20,12 @@
 #include <vector>
 
 #include <tide/core/device.h>
-#include <tide/core/small_function.h>
+#include <tide/core/op.h>
 #include <tide/core/stats.h>
 #include <tide/core/storage.h>
 #include <tide/core/sync_policy.h>
 
 namespace tide {
-
-/// What a kernel sees when it runs on the backend.
-struct OpContext {
-  Device device;
-  StreamKind stream = StreamKind::compute;
-  void* native_stream = nullptr;  // cudaStream_t on CUDA devices, null on CPU
-  Storage* const* reads = nullptr;
-  Storage* const* writes = nullptr;
-  int nreads = 0;
-  int nwrites = 0;
-  /// Set only for an op with OpDesc::notify_skip that is being skipped (an
-  /// input failed, it was cancelled, or its stream could not order it): the
-  /// kernel is called with no storages, to react (a collective breaks its
-  /// communicator so peers are not left pairing with the wrong one); what
-  /// it throws is ignored, and its outputs are poisoned as for any skip.
-  bool skipped = false;
-
-  template <typename T>
-  const T* in(int i) const { return static_cast<const T*>(reads[i]->data()); }
-  template <typename T>
-  T* out(int i) const { return static_cast<T*>(writes[i]->data()); }
-};
-
-using KernelFn = SmallFunction<void(const OpContext&)>;
-
-/// A fixed-capacity list of storages an op reads or writes.
-class StorageList {
- public:
-  static constexpr int kCapacity = 4;
-  StorageList() = default;
-  StorageList(std::initializer_list<std::shared_ptr<Storage>> l);
-  void add(std::shared_ptr<Storage> s);
-  int size() const { return n_; }
-  Storage* operator[](int i) const { return items_[static_cast<std::size_t>(i)].get(); }
-  void clear();
-
- private:
-  std::array<std::shared_ptr<Storage>, kCapacity> items_{};
-  int n_ = 0;
-};
-
-/// One op as the frontend hands it to the engine.
-struct OpDesc {
-  const char* name = "op";
-  Device device;
-  /// Which of the device's streams; unset means the frontend's current kind
-  /// (see StreamScope), which defaults to compute.
-  int stream = -1;
-  KernelFn fn;
-  StorageList reads;
-  StorageList writes;
-  /// The frontend call that pushed it, named in its errors; set it from a
-  /// std::source_location parameter of the caller (unset reads "unknown
-  /// call site").
-  std::source_location loc{};
-  /// Call fn (with OpContext::skipped) when the op is skipped.
-  bool notify_skip = false;
-};
 
 /// One op's run on the backend, as the engine's timeline records it.
 struct TraceEvent {
@@ -256,7 +201,7 @@ class Engine {
   std::atomic<bool> device_failed_{false};
   /// Wait for each GPU op's completion inside execute() (TIDE_CUDA_SYNC=1,
   /// and always on the naive engine), so a fault fails the op that caused it.
-  bool cuda_sync_after_op_ = false;
+  bool gpu_sync_after_op_ = false;
 
  private:
   std::uint64_t id_;

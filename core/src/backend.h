@@ -1,0 +1,140 @@
+// The GPU backend seam (internal to core/): everything core needs from a GPU
+// device kind, and nothing else.
+//
+// The CPU device kind is core's own: host memory (storage.cc), host copies
+// (copy.cc) and host worker threads (stream.cc). Devices of the GPU kind
+// (Device::is_cuda) reach the hardware only through the calls below, which
+// exactly one implementation defines per build:
+//
+//   cuda/     the CUDA runtime (TIDE_HAVE_CUDA: the toolkit was found)
+//   no_gpu/   a stub: no devices; every call that needs one throws
+//             tide::DeviceError saying the build has no GPU backend
+//
+// Core never calls the stub in a run without GPU devices: device_count() is
+// 0, so no engine has a GPU device, no storage, stream or lane of one is
+// made, and the public calls that name one (use_cuda_device, ...) check the
+// count first. `native stream` below is the backend's stream handle
+// (cudaStream_t), passed to kernels as OpContext::native_stream.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <tide/core/device.h>
+
+namespace tide::backend {
+
+// --- Devices -------------------------------------------------------------
+
+/// Whether this build has a GPU backend (false for the stub).
+bool built();
+/// GPUs this process can use; 0 without a driver, a device or a backend,
+/// and on any error. Never throws.
+int device_count();
+/// `device`'s UUID as 32 hex digits (device in [0, device_count())).
+std::string device_uuid(int device);
+/// Makes `device` the calling thread's current GPU (throws tide::Error).
+void set_device(int device);
+
+/// Makes `device` current for a scope and restores the thread's previous
+/// one after, so work tide does on the frontend's thread (creating streams,
+/// blockers' copies, the naive engine's ops) never leaves the user's
+/// current device changed. Switches only when they differ.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = -1;  // -1: nothing to restore
+};
+
+// --- Memory --------------------------------------------------------------
+
+/// A block of `device`'s memory for a storage (a distinct pointer even for
+/// 0 bytes); throws tide::OutOfMemoryError when the device has no room.
+/// Called from the frontend thread at push time.
+void* alloc(int device, std::size_t nbytes);
+/// Returns a block alloc() gave. Called when a storage's last reference
+/// drops, which is after the last op using it has completed on the device.
+void free(int device, void* p) noexcept;
+/// Bytes of `device`'s memory now handed out to storages (throws
+/// tide::DeviceError for a device this process does not have).
+std::uint64_t memory_used(int device);
+
+// --- Copies --------------------------------------------------------------
+
+/// Copies `nbytes` between any two devices (one of them a GPU) as part of
+/// an op running on `native_stream`, the stream of the GPU involved (throws
+/// tide::DeviceError when it is null: the op was not on a GPU's stream).
+/// A device-to-host copy returns once the bytes are in host memory.
+void copy(void* native_stream, Device dst_dev, void* dst, Device src_dev, const void* src, std::size_t nbytes);
+/// Blocker path: device bytes to host memory, synchronously (the producers
+/// have completed already).
+void read_to_host(int device, void* dst, const void* src, std::size_t nbytes);
+
+// --- Synchronous execution -------------------------------------------------
+
+/// The process's one native stream of `kind` on `device` for engines that
+/// run ops synchronously (the naive engine): made at first use, never
+/// destroyed.
+void* shared_stream(int device, StreamKind kind);
+/// Waits for `native_stream` and throws if it or an earlier op failed.
+void sync_stream(void* native_stream);
+/// Whether every GPU op should wait for its own completion (TIDE_CUDA_SYNC=1
+/// on CUDA), so a fault names the op that caused it. False for the stub.
+bool sync_mode();
+
+// --- Lanes -----------------------------------------------------------------
+
+/// A failure a lane call reports: empty `what` is success. `sticky`: the
+/// device is unusable from now on (its later ops can only fail).
+struct Fault {
+  std::string what;
+  bool sticky = false;
+  explicit operator bool() const { return !what.empty(); }
+};
+
+/// The GPU side of one tide stream: a native stream and a ring of events,
+/// one recorded after each op the stream's worker launches.
+///
+/// The event of op `seq` lives in slot seq % kRing. Three threads use a
+/// lane: its stream's worker records events; the workers of other GPU
+/// streams make their native streams wait on them (the host does not
+/// block); its stream's completion thread waits for them in order and so
+/// learns what the GPU has finished. The caller (Stream) records op `seq`
+/// only once op seq - kRing has completed.
+class Lane {
+ public:
+  /// Ops a stream may have launched and not completed; its worker waits
+  /// past that (a bound on queued GPU work of about 1k kernels).
+  static constexpr std::uint64_t kRing = 1024;
+
+  virtual ~Lane() = default;
+
+  virtual int device() const = 0;
+  /// The native stream the stream's ops launch on.
+  virtual void* native() const = 0;
+  /// Worker: after launching op `seq`. A fault here loses the stream (its
+  /// completion can no longer be seen).
+  virtual Fault record(std::uint64_t seq) = 0;
+  /// Another GPU stream's worker: makes `consumer` (a native stream) wait
+  /// for op `seq` of this lane, which its worker has launched, unless
+  /// `completed` (this lane's stream's completed count) shows it done.
+  virtual Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) = 0;
+  /// Completion thread: blocks until op `seq` has run on the device (a
+  /// short poll, then a sleeping wait).
+  virtual Fault wait_done(std::uint64_t seq) = 0;
+};
+
+/// A new lane on `device`: the comm stream's native stream gets the
+/// highest priority, so a bucket's all-reduce is not starved by queued
+/// compute. Throws tide::Error when the device cannot make one.
+std::unique_ptr<Lane> make_lane(int device, StreamKind kind);
+
+}  // namespace tide::backend

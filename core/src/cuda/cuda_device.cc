@@ -1,0 +1,60 @@
+// The CUDA backend's devices: count, UUIDs, the current device (see
+// ../backend.h).
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include <tide/core/cuda_check.h>
+
+#include "../backend.h"
+
+namespace tide::backend {
+
+bool built() { return true; }
+
+int device_count() {
+  // Asked once: without a driver cudaGetDeviceCount fails (and leaves the
+  // count alone); any error means no usable device.
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+std::string device_uuid(int device) {
+  cudaDeviceProp prop{};
+  if (cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess) {
+    cudaGetLastError();
+    throw DeviceError("cuda:" + std::to_string(device) + ": cudaGetDeviceProperties failed: " +
+                      cudaGetErrorString(e));
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (char c : prop.uuid.bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    id += hex[b >> 4];
+    id += hex[b & 15];
+  }
+  return id;
+}
+
+void set_device(int device) { TIDE_CUDA_CHECK(cudaSetDevice(device)); }
+
+DeviceGuard::DeviceGuard(int device) {
+  int prev = 0;
+  TIDE_CUDA_CHECK(cudaGetDevice(&prev));
+  if (prev == device) return;
+  TIDE_CUDA_CHECK(cudaSetDevice(device));
+  prev_ = prev;
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
+}
+
+}  // namespace tide::backend
