@@ -8,6 +8,7 @@
 
 #include <tide/core/copy.h>
 #include <tide/core/engine.h>
+#include <tide/ops/creation.h>
 
 #include "push_comm.h"
 
@@ -34,19 +35,10 @@ struct Slice {
 template <typename Fn>
 void push_bucket_op(Engine& e, Device device, const char* name, StorageList reads, StorageList writes, Loc loc,
                     Fn fn) {
-  if (!device.is_cuda()) {
+  if (device.is_cuda())
+    detail::push_on_comm_stream(e, device, name, std::move(reads), std::move(writes), loc, std::move(fn));
+  else
     detail::push_comm(e, name, std::move(reads), std::move(writes), loc, std::move(fn));
-    return;
-  }
-  OpDesc op;
-  op.name = name;
-  op.device = device;
-  op.stream = static_cast<int>(StreamKind::comm);
-  op.reads = std::move(reads);
-  op.writes = std::move(writes);
-  op.loc = loc;
-  op.fn = std::move(fn);
-  e.push(std::move(op));
 }
 
 // Layout fingerprint fields, compared across ranks.

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "comm_impl.h"
+#include "../comm_impl.h"
 
 namespace tide::detail {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include <tide/comm/communicator.h>
+#include <tide/comm/types.h>
 
 namespace tide::detail {
 
