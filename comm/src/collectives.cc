@@ -98,6 +98,15 @@ using detail::push_host_collective;
 
 namespace {
 
+/// The out-of-place collective `c` on CUDA tensor `t`: a new tensor of
+/// `shape` on t's GPU.
+Tensor on_gpu_out_of_place(const std::shared_ptr<Communicator::Impl>& impl, const detail::DeviceCollective& c,
+                           const Tensor& t, const Shape& shape, Loc loc) {
+  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
+  detail::push_device_collective(impl, c, t, out, loc);
+  return out;
+}
+
 /// A copy of `t` made on the comm stream, for the out-of-place collectives.
 Tensor copy_on_comm_stream(const Tensor& t, const char* name, Loc loc) {
   Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
@@ -135,9 +144,7 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
   if (on_gpu(t)) {
     check_reduce("all_reduce", t, op);
     auto c = device_collective(*impl_, "all_reduce", CollectiveKind::all_reduce, t, static_cast<int>(op), -1);
-    Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-    detail::push_device_collective(impl_, c, t, out, loc);
-    return out;
+    return on_gpu_out_of_place(impl_, c, t, t.shape(), loc);
   }
   engine_of(t, "all_reduce");
   check_reduce("all_reduce", t, op);
@@ -182,9 +189,7 @@ Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
   if (on_gpu(t)) {
     check_root(*impl_, root);
     auto c = device_collective(*impl_, "broadcast", CollectiveKind::broadcast, t, -1, root);
-    Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-    detail::push_device_collective(impl_, c, t, out, loc);
-    return out;
+    return on_gpu_out_of_place(impl_, c, t, t.shape(), loc);
   }
   engine_of(t, "broadcast");
   check_root(*impl_, root);
@@ -200,9 +205,7 @@ Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
   for (auto d : t.shape()) shape.push_back(d);
   if (on_gpu(t)) {
     auto c = device_collective(*impl_, "all_gather", CollectiveKind::all_gather, t, -1, -1);
-    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
-    detail::push_device_collective(impl_, c, t, out, loc);
-    return out;
+    return on_gpu_out_of_place(impl_, c, t, shape, loc);
   }
   Engine& e = engine_of(t, "all_gather");
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());
@@ -238,9 +241,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
   for (int i = 1; i < t.ndim(); ++i) shape.push_back(t.shape()[i]);
   if (on_gpu(t)) {
     auto c = device_collective(*impl_, "reduce_scatter", CollectiveKind::reduce_scatter, t, static_cast<int>(op), -1);
-    Tensor out = Tensor::empty(shape, t.dtype(), t.device());
-    detail::push_device_collective(impl_, c, t, out, loc);
-    return out;
+    return on_gpu_out_of_place(impl_, c, t, shape, loc);
   }
   Engine& e = engine_of(t, "reduce_scatter");
   Tensor out = Tensor::empty(shape, t.dtype(), t.device());

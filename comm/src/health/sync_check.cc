@@ -53,8 +53,8 @@ constexpr std::size_t kRecordWords = kHeaderWords + 2 * kWindowWords + kReasonBy
 void SyncChecker::enable() {
   enabled_ = options_.desync_check && mpi_.active && mpi_.size > 1;
   if (!enabled_) return;
-  window.reserve(kWindow);
-  device_window.reserve(kWindow);
+  host_seq.window.reserve(kWindow);
+  device_seq.window.reserve(kWindow);
   history_.enable();
   for (MPI_Comm* dup : {&check_comm, &recheck_comm}) {
     if (int rc = MPI_Comm_dup(mpi_.comm, dup); rc != MPI_SUCCESS) {
@@ -68,39 +68,26 @@ void SyncChecker::enable() {
 void SyncChecker::note_host(const CollectiveId& id) {
   if (!enabled_) return;
   const CollectiveSig s = id.sig();
-  hash = chain_hash(hash, s);
-  if (window.size() < kWindow) window.push_back(s);
+  host_seq.note(s);
   history_.record(id.seq, s);
 }
 
 void SyncChecker::note_device(const CollectiveId& id) {
   if (!enabled_) return;
-  const CollectiveSig s = id.sig();
-  device_hash = chain_hash(device_hash, s);
-  if (device_window.size() < kWindow) device_window.push_back(s);
+  device_seq.note(id.sig());
 }
 
 std::optional<SyncChecker::Posted> SyncChecker::post(std::uint64_t next_seq, std::uint64_t next_device_seq) {
   // Nothing pushed since the last check: nothing to compare, and no check,
   // so that ranks may take extra steps without collectives (the checks pair
   // up by the steps that pushed some).
-  if (!enabled_ || (next_seq == window_base && next_device_seq == device_window_base) ||
+  if (!enabled_ || (next_seq == host_seq.base && next_device_seq == device_seq.base) ||
       check_failed.load(std::memory_order_acquire))
     return std::nullopt;
   SyncCheck c;
   c.index = checks_posted;
-  c.base = window_base;
-  c.count = next_seq;
-  c.hash = hash;
-  c.window.assign(window.begin(), window.end());
-  window.clear();
-  window_base = next_seq;
-  c.device_base = device_window_base;
-  c.device_count = next_device_seq;
-  c.device_hash = device_hash;
-  c.device_window.assign(device_window.begin(), device_window.end());
-  device_window.clear();
-  device_window_base = next_device_seq;
+  host_seq.hand_over(next_seq, c.base, c.count, c.hash, c.window);
+  device_seq.hand_over(next_device_seq, c.device_base, c.device_count, c.device_hash, c.device_window);
   {
     std::lock_guard<std::mutex> lock(check_mutex);
     check_queue.push_back(std::move(c));

@@ -130,14 +130,32 @@ class SyncChecker {
   bool enabled_ = false;
   SigHistory history_;
 
+  /// A sequence of collectives as the frontend pushed them: the hash of
+  /// all, and the first kWindow signatures since the last check.
+  struct Sequence {
+    std::uint64_t hash = 0;
+    std::uint64_t base = 0;  // the first collective since the last check
+    std::vector<CollectiveSig> window;  // reserved to kWindow
+    void note(const CollectiveSig& s) {
+      hash = chain_hash(hash, s);
+      if (window.size() < kWindow) window.push_back(s);
+    }
+    /// Hands the window to a check (base, count = `next`, hash, window) and
+    /// starts the next one at `next`.
+    void hand_over(std::uint64_t next, std::uint64_t& base_out, std::uint64_t& count_out, std::uint64_t& hash_out,
+                   std::vector<CollectiveSig>& window_out) {
+      base_out = base;
+      count_out = next;
+      hash_out = hash;
+      window_out.assign(window.begin(), window.end());
+      window.clear();
+      base = next;
+    }
+  };
   // Frontend only.
-  std::uint64_t hash = 0;
-  std::uint64_t window_base = 0;
-  std::vector<CollectiveSig> window;  // reserved to kWindow
+  Sequence host_seq;
+  Sequence device_seq;  // the GPU collectives, numbered apart
   std::uint64_t checks_posted = 0;
-  std::uint64_t device_hash = 0;  // GPU collectives: hash, first of the window, window
-  std::uint64_t device_window_base = 0;
-  std::vector<CollectiveSig> device_window;
   // Frontend to comm thread.
   std::mutex check_mutex;
   std::deque<SyncCheck> check_queue;           // guarded by check_mutex
