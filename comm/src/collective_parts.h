@@ -1,6 +1,6 @@
-// What the collectives of communicator.cc, collectives.cc and
-// multi_device.cc share: argument checks, MPI's names for tide's types, and
-// the frontend half of a collective on a CUDA tensor. Internal to comm/.
+// What the collectives of collectives.cc and multi_device.cc share:
+// argument checks, MPI's names for tide's types, and the frontend half of a
+// collective on a CUDA tensor. Internal to comm/.
 #pragma once
 
 #include <mpi.h>
