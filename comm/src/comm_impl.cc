@@ -1,267 +1,32 @@
 #include "comm_impl.h"
-#include "device_collectives.h"
-#include "mpi_check.h"
 
-#include <algorithm>
-#include <cstdio>
-#include <memory>
-#include <sstream>
-#include <thread>
+#include "nccl/device_collectives.h"
 
 namespace tide {
 
-using detail::CollectiveId;
-using detail::CollectiveSig;
-
-Poller::Poller(double timeout_s)
-    : start_(clock::now()),
-      deadline_(start_ + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s))) {}
-
-bool Poller::next() {
-  ++polls_;
-  if (polls_ > 100) std::this_thread::yield();
-  if (periodic()) {
-    const auto waited = clock::now() - start_;
-    pause_ = waited > std::chrono::seconds(1)           ? std::chrono::microseconds(1000)
-             : waited > std::chrono::microseconds(100) ? std::chrono::microseconds(50)
-                                                        : std::chrono::microseconds(0);
-  }
-  if (pause_.count()) std::this_thread::sleep_for(pause_);
-  return !((polls_ & 15) == 0 && clock::now() > deadline_);
+Communicator::Impl::Impl(const CommOptions& o, std::shared_ptr<Impl> parent_impl)
+    : options(o),
+      parent(std::move(parent_impl)),
+      health(parent ? &parent->health : nullptr),
+      mpi(health, options.timeout_s, parent != nullptr),
+      checks(mpi, health, options, parent ? &parent->checks : nullptr) {
+  mpi.on_poll = [this] { checks.poll_all(); };
 }
 
 Communicator::Impl::~Impl() {
   detail::release_device_comms_now(*this);
-  if (!mpi) return;
+  if (!mpi.active) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  // A check still in flight (or stuck) keeps its communicator: freeing it
-  // under a pending request is not allowed.
-  if (check_comm != MPI_COMM_NULL && free_in_destructor && !check_in_flight) MPI_Comm_free(&check_comm);
-  if (recheck_comm != MPI_COMM_NULL && free_in_destructor && !recheck_in_flight) MPI_Comm_free(&recheck_comm);
-  if (!free_in_destructor || comm == MPI_COMM_NULL || is_broken()) return;
-  MPI_Comm_free(&comm);
+  if (free_in_destructor) checks.free_comms_at_exit();
+  if (!free_in_destructor || mpi.comm == MPI_COMM_NULL || is_broken()) return;
+  MPI_Comm_free(&mpi.comm);
 }
 
-std::string Communicator::Impl::peers() const {
-  return (parent ? "group of " : "") + std::to_string(size) + (size == 1 ? " rank" : " ranks");
-}
-
-bool Communicator::Impl::is_broken() const {
-  for (const Impl* p = this; p; p = p->parent.get())
-    if (p->broken.load(std::memory_order_acquire)) return true;
-  return false;
-}
-
-std::string Communicator::Impl::failure() {
-  for (Impl* p = this; p; p = p->parent.get()) {
-    if (!p->broken.load(std::memory_order_acquire)) continue;
-    std::lock_guard<std::mutex> lock(p->mutex);
-    return p->broken_reason;
-  }
-  return "";
-}
-
-void Communicator::Impl::check_usable() {
-  if (!is_broken()) return;
-  throw CommError("communicator is broken by an earlier failure: " + failure());
-}
-
-void Communicator::Impl::fail(const std::string& what, bool diagnosis) {
-  bool news = false;  // this communicator's first failure, or the desync that explains it
-  for (Impl* p = this; p; p = p->parent.get()) {
-    {
-      std::lock_guard<std::mutex> lock(p->mutex);
-      const std::string reason = p == this ? what : "in a communicator split from it: " + what;
-      if (p->broken_reason.empty()) {
-        p->broken_reason = reason;
-        news = news || p == this;
-      } else if (diagnosis && !p->diagnosed) {
-        p->broken_reason = reason + " (before it was found: " + p->broken_reason + ")";
-        news = news || p == this;
-      }
-      p->diagnosed = p->diagnosed || diagnosis;
-    }
-    p->broken.store(true, std::memory_order_release);
-  }
-  // Said at once, on the rank where it happened: the op's error reaches the
-  // frontend only at its next barrier, which may be long after (a step of
-  // compute, a check's wait), and a rank cut off from mpirun may be ended
-  // before it gets there.
-  if (news && mpi && size > 1) {
-    std::fprintf(stderr, "tide: rank %d: collective failure: %s\n", world_rank, what.c_str());
-    std::fflush(stderr);
-  }
-  throw CommError(what);
-}
-
-void Communicator::Impl::mpi_failed(int rc, const char* expr, const CollectiveId& what) {
-  fail(what.str(peers()) + ": " + expr + " failed on rank " + std::to_string(rank) + ": " + detail::mpi_error_text(rc));
-}
-
-void Communicator::Impl::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
-  Poller poller(options.timeout_s);
-  detail::RollCall roll;  // held only once the wait is long
-  double next_look_s = kLookEvery_s;
-  for (;;) {
-    int done = 0;
-    if (int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE); rc != MPI_SUCCESS)
-      mpi_failed(rc, "MPI_Test", what);
-    if (done) return;
-    // A collective that hangs because the ranks pushed different sequences
-    // waits here: a desync check posted meanwhile can name the divergence
-    // long before the deadline.
-    if (poller.periodic()) {
-      poll_all_checks();
-      if (poller.slow()) {
-        detail::serve_queries();
-        roll.collect();
-        if (const double waited = poller.waited_s(); waited >= next_look_s) {
-          next_look_s = waited + kLookEvery_s;
-          if (waited >= kRollCallAfter_s && !roll.asked()) roll.ask(world_ranks, rank);
-          const std::vector<int> gone = detail::gone_members(world_ranks, rank);
-          if (!gone.empty()) vanished(what, gone, waited);
-        }
-      }
-    }
-    if (!poller.next()) timed_out(what, roll);
-  }
-}
-
-void Communicator::Impl::vanished(const CollectiveId& what, const std::vector<int>& gone, double waited_s) {
-  std::ostringstream os;
-  os << what.str(peers()) << " on rank " << rank << " of " << (parent ? "the " : "") << peers();
-  if (parent) os << " (world rank " << world_rank << ")";
-  os << ": " << (gone.size() == 1 ? "rank " : "ranks ");
-  for (std::size_t i = 0; i < gone.size(); ++i) {
-    os << (i ? ", " : "") << gone[i];
-    if (parent) os << " (world rank " << world_ranks[static_cast<std::size_t>(gone[i])] << ")";
-  }
-  os << " vanished: " << (gone.size() == 1 ? "its process is" : "their processes are")
-     << " gone from this host (seen after waiting " << static_cast<int>(waited_s * 100) / 100.0 << " s)";
-  fail(os.str());
-}
-
-void Communicator::Impl::timed_out(const CollectiveId& what, detail::RollCall& roll) {
-  if (!roll.asked()) {
-    // A timeout shorter than the roll call's delay: ask now, and give the
-    // answers a moment.
-    roll.ask(world_ranks, rank);
-    for (int i = 0; i < 50; ++i) {
-      detail::serve_queries();
-      roll.collect();
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  }
-  roll.collect();
-  std::ostringstream os;
-  os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
-     << (parent ? "the " : "") << peers();
-  if (parent) os << " (world rank " << world_rank << ")";
-  const std::string absent = roll.absent(ident, what, peers());
-  if (absent.empty()) {
-    os << ": every rank is in it, yet it did not complete (a stalled network or MPI?)";
-  } else {
-    os << ": " << absent;
-  }
-  fail(os.str());
-}
-
-std::chrono::steady_clock::time_point Communicator::Impl::deadline_after(
-    std::chrono::steady_clock::time_point began) const {
-  constexpr double kLongest_s = 1e9;  // about 30 years: "never", without overflow
-  const double s = std::min(std::max(options.timeout_s, 0.0), kLongest_s);
-  return began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
-}
-
-namespace {
-std::string bytes_text(std::size_t bytes) {
-  std::ostringstream os;
-  if (bytes >= (std::size_t{1} << 30)) {
-    os << static_cast<double>(bytes) / static_cast<double>(std::size_t{1} << 30) << " GiB";
-  } else if (bytes >= (std::size_t{1} << 20)) {
-    os << static_cast<double>(bytes) / static_cast<double>(std::size_t{1} << 20) << " MiB";
-  } else {
-    os << bytes / 1024.0 << " KiB";
-  }
-  return os.str();
-}
-}  // namespace
-
-std::string Communicator::Impl::overdue(const CollectiveId& what, std::size_t bytes, double arrived_s) const {
-  std::ostringstream os;
-  os << what.str(peers()) << " timed out after " << options.timeout_s << " s on rank " << rank << " of "
-     << (parent ? "the " : "") << peers();
-  if (parent) os << " (world rank " << world_rank << ")";
-  os << ": every rank had arrived at it " << static_cast<double>(static_cast<long>(arrived_s * 1e4)) / 10
-     << " ms after it began, then MPI's blocking transfer of " << bytes_text(bytes)
-     << " did not complete; not heard from since: ";
-  for (int m = 0, listed = 0; m < size; ++m) {
-    if (m == rank) continue;
-    os << (listed++ ? ", " : "") << "rank " << m;
-    const int world = world_ranks.empty() ? m : world_ranks[static_cast<std::size_t>(m)];
-    if (parent) os << " (world rank " << world << ")";
-    if (const std::string note = detail::process_note(world); !note.empty()) os << " (" << note << ")";
-  }
-  return os.str();
-}
-
-void Communicator::Impl::arrive(const CollectiveId& what) {
-  const CollectiveSig s = what.sig();
-  // On the heap, and left there if the wait fails: its requests stay pending
-  // (MPI cannot cancel a collective, nor a send surely), and a late peer
-  // would still write into `all`.
-  struct Buffers {
-    std::array<std::uint64_t, 4> mine;
-    std::vector<std::uint64_t> all;
-    std::array<MPI_Request, 2 * kPointToPointArrival> reqs;
-  };
-  auto b = std::make_unique<Buffers>();
-  b->mine = {what.seq, s.w[0], s.w[1], s.w[2]};
-  b->all.resize(4 * static_cast<std::size_t>(size));
-  const auto& mine = b->mine;
-  auto& all = b->all;
-  try {
-    if (size <= kPointToPointArrival) {
-      // Receives first, so that the sends find them posted. Messages between
-      // two ranks on one communicator and tag arrive in order, so arrival k
-      // pairs with the peer's arrival k even when the ranks disagree on what
-      // collective k is (which this then names).
-      int n = 0;
-      std::copy(mine.begin(), mine.end(), all.begin() + 4 * rank);
-      for (int r = 0; r < size; ++r)
-        if (r != rank)
-          if (int rc = MPI_Irecv(&all[4 * static_cast<std::size_t>(r)], 4, MPI_UINT64_T, r, kArrivalTag, comm,
-                                 &b->reqs[static_cast<std::size_t>(n++)]);
-              rc != MPI_SUCCESS)
-            mpi_failed(rc, "MPI_Irecv", what);
-      for (int r = 0; r < size; ++r)
-        if (r != rank)
-          if (int rc = MPI_Isend(mine.data(), 4, MPI_UINT64_T, r, kArrivalTag, comm,
-                                 &b->reqs[static_cast<std::size_t>(n++)]);
-              rc != MPI_SUCCESS)
-            mpi_failed(rc, "MPI_Isend", what);
-      wait(b->reqs.data(), n, what);
-    } else {
-      if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &b->reqs[0]);
-          rc != MPI_SUCCESS)
-        mpi_failed(rc, "MPI_Iallgather", what);
-      wait(b->reqs[0], what);
-    }
-  } catch (...) {
-    (void)b.release();  // still MPI's (see above); the communicator is broken, and the job ends
-    throw;
-  }
-  std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
-  std::vector<CollectiveSig> sigs(static_cast<std::size_t>(size));
-  for (std::size_t r = 0; r < seqs.size(); ++r) {
-    seqs[r] = all[4 * r];
-    for (int w = 0; w < 3; ++w) sigs[r].w[w] = all[4 * r + 1 + static_cast<std::size_t>(w)];
-  }
-  const std::string desync = detail::diagnose_arrival(seqs, sigs);
-  if (!desync.empty())
-    fail(desync + " (seen as the ranks arrived, on rank " + std::to_string(rank) + " of " + peers() + ")", true);
+void Communicator::Impl::ready() {
+  if (mpi.spans_ranks()) health.announce_as(mpi.world_rank);
+  checks.enable();
 }
 
 }  // namespace tide

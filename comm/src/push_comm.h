@@ -1,36 +1,46 @@
-// The one way comm/ enqueues work: an op on cpu:0's comm stream, whose
-// worker is the only thread of the rank that makes MPI calls.
+// The one way comm/ enqueues work: an op on a device's comm stream. On
+// cpu:0 that stream's worker is the comm thread, the only thread of the
+// rank that makes MPI calls.
 #pragma once
 
 #include <utility>
 
 #include <tide/core/engine.h>
 
-#include "liveness.h"
+#include "health/liveness.h"
 
 namespace tide::detail {
 
+/// An op on `device`'s comm stream, as given.
 template <typename Fn>
-void push_comm(Engine& e, const char* name, StorageList reads, StorageList writes, std::source_location loc,
-               Fn fn) {
+void push_on_comm_stream(Engine& e, Device device, const char* name, StorageList reads, StorageList writes,
+                         std::source_location loc, Fn fn) {
   OpDesc op;
   op.name = name;
-  op.device = cpu(0);
+  op.device = device;
   op.stream = static_cast<int>(StreamKind::comm);
   op.reads = std::move(reads);
   op.writes = std::move(writes);
   op.loc = loc;
+  op.fn = std::move(fn);
+  e.push(std::move(op));
+}
+
+/// An op on the comm thread (cpu:0's comm stream).
+template <typename Fn>
+void push_comm(Engine& e, const char* name, StorageList reads, StorageList writes, std::source_location loc,
+               Fn fn) {
   // A kernel that throws has left its collective: the SIGTERM report and
   // the roll-call answers must not place this rank inside it any more.
-  op.fn = [fn = std::move(fn)](const OpContext& c) {
-    try {
-      fn(c);
-    } catch (...) {
-      liveness_leave();
-      throw;
-    }
-  };
-  e.push(std::move(op));
+  push_on_comm_stream(e, cpu(0), name, std::move(reads), std::move(writes), loc,
+                      [fn = std::move(fn)](const OpContext& c) {
+                        try {
+                          fn(c);
+                        } catch (...) {
+                          liveness_leave();
+                          throw;
+                        }
+                      });
 }
 
 }  // namespace tide::detail

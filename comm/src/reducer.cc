@@ -8,6 +8,7 @@
 
 #include <tide/core/copy.h>
 #include <tide/core/engine.h>
+#include <tide/ops/creation.h>
 
 #include "push_comm.h"
 
@@ -34,19 +35,10 @@ struct Slice {
 template <typename Fn>
 void push_bucket_op(Engine& e, Device device, const char* name, StorageList reads, StorageList writes, Loc loc,
                     Fn fn) {
-  if (!device.is_cuda()) {
+  if (device.is_cuda())
+    detail::push_on_comm_stream(e, device, name, std::move(reads), std::move(writes), loc, std::move(fn));
+  else
     detail::push_comm(e, name, std::move(reads), std::move(writes), loc, std::move(fn));
-    return;
-  }
-  OpDesc op;
-  op.name = name;
-  op.device = device;
-  op.stream = static_cast<int>(StreamKind::comm);
-  op.reads = std::move(reads);
-  op.writes = std::move(writes);
-  op.loc = loc;
-  op.fn = std::move(fn);
-  e.push(std::move(op));
 }
 
 // Layout fingerprint fields, compared across ranks.
@@ -193,6 +185,17 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
   }
   Engine& e = flat_[ub].engine();
   const std::size_t elem = dtype_size(dtype_);
+  // Adds the storages of the bucket's gradients [first, last) in `of` to
+  // `list`; returns where each lies in the flat buffer.
+  auto chunk = [&](std::size_t first, std::size_t last, const std::vector<Tensor>& of, StorageList& list) {
+    std::array<Slice, StorageList::kCapacity> slices{};
+    for (std::size_t k = first; k < last; ++k) {
+      const auto ui = static_cast<std::size_t>(bucket.params[k]);
+      list.add(of[ui].storage());
+      slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
+    }
+    return slices;
+  };
   // Pack: the first op takes up to four gradients (an op reads at most four
   // storages); each later op also reads the flat buffer, so that a poisoned
   // gradient in an earlier chunk stays poisoned (a clean write would clear
@@ -202,12 +205,7 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
     const bool chained = first > 0;
     const std::size_t last = std::min(np, first + StorageList::kCapacity - (chained ? 1 : 0));
     StorageList reads;
-    std::array<Slice, StorageList::kCapacity> slices{};
-    for (std::size_t k = first; k < last; ++k) {
-      const auto ui = static_cast<std::size_t>(bucket.params[k]);
-      reads.add(pending_[ui].storage());
-      slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
-    }
+    const auto slices = chunk(first, last, pending_, reads);
     if (chained) reads.add(flat_[ub].storage());
     push_bucket_op(e, device_, "bucket_pack", std::move(reads), {flat_[ub].storage()}, loc,
                    [slices, count = static_cast<int>(last - first), d = device_](const OpContext& c) {
@@ -222,12 +220,7 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
   for (std::size_t first = 0; first < np; first += StorageList::kCapacity) {
     const std::size_t last = std::min(np, first + StorageList::kCapacity);
     StorageList writes;
-    std::array<Slice, StorageList::kCapacity> slices{};
-    for (std::size_t k = first; k < last; ++k) {
-      const auto ui = static_cast<std::size_t>(bucket.params[k]);
-      writes.add(reduced_[ui].storage());
-      slices[k - first] = {offset_[ui], static_cast<std::size_t>(shapes_[ui].numel()) * elem};
-    }
+    const auto slices = chunk(first, last, reduced_, writes);
     push_bucket_op(e, device_, "bucket_unpack", {flat_[ub].storage()}, std::move(writes), loc,
                    [slices, count = static_cast<int>(last - first), d = device_](const OpContext& c) {
                      const char* flat = static_cast<const char*>(c.reads[0]->data());

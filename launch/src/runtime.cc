@@ -9,6 +9,8 @@
 #include <exception>
 #include <string>
 
+#include <tide/comm/mpi_check.h>
+
 namespace tide {
 
 namespace {
@@ -54,14 +56,6 @@ std::atomic<int> g_world_rank{-1};
   abort_job(g_world_rank.load(), why);
 }
 
-void check_mpi(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw CommError(std::string(what) + " failed: " + text);
-}
-
 /// With the node's communicator (every rank of the node calls it): whether
 /// another rank of the node would use this rank's GPU; throws DeviceError
 /// when one would and sharing is not allowed.
@@ -74,7 +68,7 @@ bool gpu_shared_on_node(MPI_Comm node, int local_rank, int local_size, const Run
   if (gpus > 0) mine = cuda_device_uuid(local_rank % gpus);
   mine.resize(kLen, '-');
   std::string all(static_cast<std::size_t>(kLen) * static_cast<std::size_t>(local_size), '\0');
-  check_mpi(MPI_Allgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node), "MPI_Allgather");
+  TIDE_MPI_CHECK(MPI_Allgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node));
   if (gpus == 0) return false;
   int sharing = 0;
   for (int r = 0; r < local_size; ++r)
@@ -145,7 +139,7 @@ Runtime::Runtime(const RuntimeOptions& options) : world_(Communicator::local(opt
 
 Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
   int provided = 0;
-  check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  TIDE_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
   try {
     if (provided < MPI_THREAD_SERIALIZED)
       throw UsageError("MPI_Init_thread provided thread level " + std::to_string(provided) +
@@ -155,11 +149,10 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
     // collectives (a message truncated because ranks passed different counts,
     // say) against MPI_COMM_WORLD's handler, which by default ends the job
     // inside MPI_Test, before anyone can say which collective diverged.
-    check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    TIDE_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     world_ = Communicator::mpi_world(options.comm);
     MPI_Comm node;
-    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_->rank(), MPI_INFO_NULL, &node),
-              "MPI_Comm_split_type");
+    TIDE_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_->rank(), MPI_INFO_NULL, &node));
     MPI_Comm_rank(node, &local_rank_);
     MPI_Comm_size(node, &local_size_);
     gpu_shared_ = gpu_shared_on_node(node, local_rank_, local_size_, options);

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "desync.h"
+#include "health/desync.h"
 #include "mpi_test.h"
 
 namespace tide::test {

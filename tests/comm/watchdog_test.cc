@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "mpi_test.h"
-#include "watchdog.h"
+#include "mpi/watchdog.h"
 
 namespace tide::test {
 namespace {

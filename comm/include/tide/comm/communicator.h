@@ -50,29 +50,11 @@
 #include <string>
 #include <vector>
 
+#include <tide/comm/types.h>
 #include <tide/core/loc.h>
-#include <tide/ops/creation.h>
+#include <tide/core/tensor.h>
 
 namespace tide {
-
-enum class ReduceOp { sum, avg, max, min };
-const char* reduce_op_name(ReduceOp op);
-
-/// A collective failed or timed out (rethrown at a barrier as BackendError,
-/// whose message carries this text).
-class CommError : public Error {
-  using Error::Error;
-};
-
-struct CommOptions {
-  double timeout_s = 30.0;
-  /// Compare collective sequences across ranks at check_sync() and
-  /// Runtime::step() (TIDE_DESYNC_CHECK=0 turns it off).
-  bool desync_check = true;
-  /// Reads TIDE_COMM_TIMEOUT (seconds, > 0) and TIDE_DESYNC_CHECK (0 or 1);
-  /// throws tide::ValueError if bad.
-  static CommOptions from_env();
-};
 
 /// When one rank dies, mpirun ends the others with SIGTERM. Once this is
 /// installed (the Runtime does it under MPI), each rank then prints to

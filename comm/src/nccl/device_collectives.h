@@ -1,12 +1,12 @@
 // Collectives on CUDA tensors: NCCL on the tensor's GPU, run by that GPU's
-// comm stream. Internal to comm/; communicator.cc checks the arguments and
+// comm stream. Internal to comm/; collectives.cc checks the arguments and
 // calls in here. Without NCCL in the build (no CUDA, or no libnccl found)
 // every entry point throws tide::DeviceError before anything is queued.
 #pragma once
 
 #include <memory>
 
-#include "comm_impl.h"
+#include "../comm_impl.h"
 
 namespace tide::detail {
 

@@ -22,17 +22,19 @@
 // When the ranks differ, every rank sees the same gathered words, so all of
 // them go on to a second all-gather (the windows and the reasons of ranks
 // already broken) and name the first differing collective the same way.
+#include "sync_check.h"
+
 #include <algorithm>
 #include <cstring>
 #include <sstream>
 
-#include "comm_impl.h"
-#include "mpi_check.h"
+#include <tide/comm/mpi_check.h>
 
-namespace tide {
+#include "../mpi/mpi_group.h"
+#include "../mpi/poller.h"
+#include "liveness.h"
 
-using detail::CheckRecord;
-using detail::CollectiveSig;
+namespace tide::detail {
 
 namespace {
 
@@ -42,76 +44,60 @@ constexpr std::uint64_t kNone = ~std::uint64_t{0};
 // base, count, hash, broken, window size, reason bytes; then the GPU
 // collectives' base, count, hash and window size.
 constexpr std::size_t kHeaderWords = 10;
-constexpr std::size_t kWindowWords = 3 * Communicator::Impl::kWindow;
+constexpr std::size_t kWindowWords = 3 * SyncChecker::kWindow;
 constexpr std::size_t kReasonBytes = 512;
 constexpr std::size_t kRecordWords = kHeaderWords + 2 * kWindowWords + kReasonBytes / sizeof(std::uint64_t);
 
 }  // namespace
 
-void Communicator::Impl::enable_checks() {
-  check_enabled = options.desync_check && mpi && size > 1;
-  if (!check_enabled) return;
-  window.reserve(kWindow);
-  device_window.reserve(kWindow);
-  history = std::make_unique<SigSlot[]>(kHistory);
+void SyncChecker::enable() {
+  enabled_ = options_.desync_check && mpi_.active && mpi_.size > 1;
+  if (!enabled_) return;
+  host_seq.window.reserve(kWindow);
+  device_seq.window.reserve(kWindow);
+  history_.enable();
   for (MPI_Comm* dup : {&check_comm, &recheck_comm}) {
-    if (int rc = MPI_Comm_dup(comm, dup); rc != MPI_SUCCESS) {
-      check_enabled = false;
-      fail("MPI_Comm_dup for the desync check failed on rank " + std::to_string(rank) + ": " +
-           detail::mpi_error_text(rc));
+    if (int rc = MPI_Comm_dup(mpi_.comm, dup); rc != MPI_SUCCESS) {
+      enabled_ = false;
+      health_.fail("MPI_Comm_dup for the desync check failed on rank " + std::to_string(mpi_.rank) + ": " +
+                   mpi_error_text(rc));
     }
   }
 }
 
-void Communicator::Impl::post_check(const std::shared_ptr<Impl>& self, Engine& e, Loc loc) {
+void SyncChecker::note_host(const CollectiveId& id) {
+  if (!enabled_) return;
+  const CollectiveSig s = id.sig();
+  host_seq.note(s);
+  history_.record(id.seq, s);
+}
+
+void SyncChecker::note_device(const CollectiveId& id) {
+  if (!enabled_) return;
+  device_seq.note(id.sig());
+}
+
+std::optional<SyncChecker::Posted> SyncChecker::post(std::uint64_t next_seq, std::uint64_t next_device_seq) {
   // Nothing pushed since the last check: nothing to compare, and no check,
   // so that ranks may take extra steps without collectives (the checks pair
   // up by the steps that pushed some).
-  if (!check_enabled || (next_seq == window_base && next_device_seq == device_window_base) ||
+  if (!enabled_ || (next_seq == host_seq.base && next_device_seq == device_seq.base) ||
       check_failed.load(std::memory_order_acquire))
-    return;
+    return std::nullopt;
   SyncCheck c;
   c.index = checks_posted;
-  c.base = window_base;
-  c.count = next_seq;
-  c.hash = hash;
-  c.window.assign(window.begin(), window.end());
-  window.clear();
-  window_base = next_seq;
-  c.device_base = device_window_base;
-  c.device_count = next_device_seq;
-  c.device_hash = device_hash;
-  c.device_window.assign(device_window.begin(), device_window.end());
-  device_window.clear();
-  device_window_base = next_device_seq;
+  host_seq.hand_over(next_seq, c.base, c.count, c.hash, c.window);
+  device_seq.hand_over(next_device_seq, c.device_base, c.device_count, c.device_hash, c.device_window);
   {
     std::lock_guard<std::mutex> lock(check_mutex);
     check_queue.push_back(std::move(c));
   }
   checks_ready.fetch_add(1, std::memory_order_release);
   const std::uint64_t index = checks_posted++;
-  const std::uint64_t count = next_seq;
-  OpDesc op;
-  op.name = "desync_check";
-  op.device = cpu(0);
-  op.stream = static_cast<int>(StreamKind::comm);
-  op.loc = loc;
-  op.fn = [impl = self, index, count](const OpContext&) { impl->run_check(index, count); };
-  e.push(std::move(op));
+  return Posted{index, next_seq};
 }
 
-void Communicator::Impl::push_finish_checks(const std::shared_ptr<Impl>& self, Engine& e, Loc loc) {
-  if (!check_enabled || checks_posted == 0) return;
-  OpDesc op;
-  op.name = "desync_check_finish";
-  op.device = cpu(0);
-  op.stream = static_cast<int>(StreamKind::comm);
-  op.loc = loc;
-  op.fn = [impl = self](const OpContext&) { impl->finish_checks(); };
-  e.push(std::move(op));
-}
-
-void Communicator::Impl::start_check() {
+void SyncChecker::start_check() {
   {
     std::lock_guard<std::mutex> lock(check_mutex);
     current = std::move(check_queue.front());
@@ -120,13 +106,13 @@ void Communicator::Impl::start_check() {
   ++checks_started;
   check_mine = {current.count,
                 current.hash,
-                is_broken() ? 1u : 0u,
+                health_.is_broken() ? 1u : 0u,
                 decided,
                 skipped.empty() ? kNone : skipped.front(),
                 current.device_count,
                 current.device_hash,
                 agreed_skips};
-  check_all.assign(kWords * static_cast<std::size_t>(size), 0);
+  check_all.assign(kWords * static_cast<std::size_t>(mpi_.size), 0);
   if (int rc = MPI_Iallgather(check_mine.data(), kWords, MPI_UINT64_T, check_all.data(), kWords, MPI_UINT64_T,
                               check_comm, &check_req);
       rc != MPI_SUCCESS)
@@ -134,8 +120,8 @@ void Communicator::Impl::start_check() {
   check_in_flight = true;
 }
 
-void Communicator::Impl::poll_checks() {
-  if (!check_enabled || check_failed.load(std::memory_order_relaxed)) return;
+void SyncChecker::poll() {
+  if (!enabled_ || check_failed.load(std::memory_order_relaxed)) return;
   poll_recheck();
   if (!check_in_flight) {
     if (checks_started == checks_ready.load(std::memory_order_acquire)) return;
@@ -148,8 +134,8 @@ void Communicator::Impl::poll_checks() {
     // blocks: a peer may be inside a blocking collective that needs this
     // rank to progress), but it has a deadline of its own.
     if (naming_difference &&
-        std::chrono::steady_clock::now() > deadline_after(naming_since))
-      check_timed_out("naming the difference", options.timeout_s);
+        std::chrono::steady_clock::now() > mpi_.deadline_after(naming_since))
+      check_timed_out("naming the difference", mpi_.timeout_s());
     return;
   }
   check_in_flight = false;
@@ -158,14 +144,14 @@ void Communicator::Impl::poll_checks() {
   if (!check_in_flight) ++checks_finished;
 }
 
-void Communicator::Impl::poll_recheck() {
+void SyncChecker::poll_recheck() {
   using clock = std::chrono::steady_clock;
   if (!recheck_in_flight) {
     if (rechecks_owed == 0 || clock::now() < recheck_at) return;
     --rechecks_owed;
     recheck_mine = {current.count, current.hash, 0, decided, skipped.empty() ? kNone : skipped.front(),
                     0,             0,            agreed_skips};
-    recheck_all.assign(kWords * static_cast<std::size_t>(size), 0);
+    recheck_all.assign(kWords * static_cast<std::size_t>(mpi_.size), 0);
     if (int rc = MPI_Iallgather(recheck_mine.data(), kWords, MPI_UINT64_T, recheck_all.data(), kWords,
                                 MPI_UINT64_T, recheck_comm, &recheck_req);
         rc != MPI_SUCCESS)
@@ -190,21 +176,21 @@ void Communicator::Impl::poll_recheck() {
   }
 }
 
-void Communicator::Impl::poll_all_checks() {
-  for (Impl* p = this; p; p = p->parent.get()) p->poll_checks();
+void SyncChecker::poll_all() {
+  for (SyncChecker* p = this; p; p = p->parent_) p->poll();
 }
 
-std::string Communicator::Impl::judge_skips(const std::vector<std::uint64_t>& all, bool& undecided) {
+std::string SyncChecker::judge_skips(const std::vector<std::uint64_t>& all, bool& undecided) {
   // s: the first collective some rank skipped and not every rank is known
   // to have skipped. A rank that has decided s (run or skipped it) either
   // skipped it too (its first unagreed skip is s) or ran it.
   undecided = false;
   std::uint64_t s = kNone;
-  for (int r = 0; r < size; ++r) s = std::min(s, all[kWords * static_cast<std::size_t>(r) + 4]);
+  for (int r = 0; r < mpi_.size; ++r) s = std::min(s, all[kWords * static_cast<std::size_t>(r) + 4]);
   if (s == kNone) return "";
   std::vector<int> ran, skippers;
   bool all_decided = true;
-  for (int r = 0; r < size; ++r) {
+  for (int r = 0; r < mpi_.size; ++r) {
     const std::uint64_t* w = &all[kWords * static_cast<std::size_t>(r)];
     if (w[3] <= s) {
       all_decided = false;
@@ -216,10 +202,10 @@ std::string Communicator::Impl::judge_skips(const std::vector<std::uint64_t>& al
     // Skips are seen as of when each rank started the check, so one may be
     // found some checks late: its signature comes from the history.
     std::string what = "collective #" + std::to_string(s);
-    if (const std::string d = describe(s); !d.empty()) what += " (" + d + ")";
-    return what + " was skipped on " + detail::rank_list(skippers) +
+    if (const std::string d = history_.describe(s); !d.empty()) what += " (" + d + ")";
+    return what + " was skipped on " + rank_list(skippers) +
            ", because its input comes from a failed op (that rank's error names it), and run on " +
-           detail::rank_list(ran) + ": the ranks' collectives no longer pair up";
+           rank_list(ran) + ": the ranks' collectives no longer pair up";
   }
   // Skipped everywhere: the sequences still pair up. Every rank saw the same
   // words, so every rank forgets it here.
@@ -233,16 +219,16 @@ std::string Communicator::Impl::judge_skips(const std::vector<std::uint64_t>& al
   return "";
 }
 
-void Communicator::Impl::fail_skips(const std::string& skips, const char* by) {
+void SyncChecker::fail_skips(const std::string& skips, const char* by) {
   check_failure = skips + " (" + by + " of desync check #" + std::to_string(current.index) + " on rank " +
-                  std::to_string(rank) + " of " + peers() + ")";
+                  std::to_string(mpi_.rank) + " of " + mpi_.peers() + ")";
   check_failed.store(true, std::memory_order_release);
-  fail(check_failure, true);
+  health_.fail(check_failure, true);
 }
 
-void Communicator::Impl::judge_check() {
+void SyncChecker::judge_check() {
   bool agree = true;
-  for (int r = 0; r < size; ++r) {
+  for (int r = 0; r < mpi_.size; ++r) {
     const std::uint64_t* w = &check_all[kWords * static_cast<std::size_t>(r)];
     agree = agree && w[0] == check_mine[0] && w[1] == check_mine[1] && w[2] == 0 && w[5] == check_mine[5] &&
             w[6] == check_mine[6];
@@ -253,7 +239,7 @@ void Communicator::Impl::judge_check() {
   if (!agree) start_difference();
 }
 
-void Communicator::Impl::start_difference() {
+void SyncChecker::start_difference() {
   // Every rank saw the same words, so every rank starts this exchange next:
   // what is needed to name the difference.
   std::vector<std::uint64_t>& mine = difference_mine;
@@ -263,7 +249,7 @@ void Communicator::Impl::start_difference() {
   mine[2] = current.hash;
   mine[3] = check_mine[2];
   mine[4] = current.window.size();
-  const std::string reason = check_mine[2] ? failure() : "";
+  const std::string reason = check_mine[2] ? health_.failure() : "";
   const std::size_t reason_bytes = std::min(reason.size(), kReasonBytes);
   mine[5] = reason_bytes;
   mine[6] = current.device_base;
@@ -275,7 +261,7 @@ void Communicator::Impl::start_difference() {
   for (std::size_t i = 0; i < current.device_window.size(); ++i)
     for (std::size_t w = 0; w < 3; ++w) mine[kHeaderWords + kWindowWords + 3 * i + w] = current.device_window[i].w[w];
   std::memcpy(&mine[kHeaderWords + 2 * kWindowWords], reason.data(), reason_bytes);
-  difference_all.assign(kRecordWords * static_cast<std::size_t>(size), 0);
+  difference_all.assign(kRecordWords * static_cast<std::size_t>(mpi_.size), 0);
   if (int rc = MPI_Iallgather(mine.data(), static_cast<int>(kRecordWords), MPI_UINT64_T, difference_all.data(),
                               static_cast<int>(kRecordWords), MPI_UINT64_T, check_comm, &check_req);
       rc != MPI_SUCCESS)
@@ -285,9 +271,9 @@ void Communicator::Impl::start_difference() {
   naming_since = std::chrono::steady_clock::now();
 }
 
-void Communicator::Impl::name_difference() {
+void SyncChecker::name_difference() {
   const std::vector<std::uint64_t>& all = difference_all;
-  std::vector<CheckRecord> records(static_cast<std::size_t>(size)), device(records.size());
+  std::vector<CheckRecord> records(static_cast<std::size_t>(mpi_.size)), device(records.size());
   for (std::size_t r = 0; r < records.size(); ++r) {
     const std::uint64_t* w = &all[kRecordWords * r];
     CheckRecord& rec = records[r];
@@ -308,54 +294,43 @@ void Communicator::Impl::name_difference() {
     for (std::size_t i = 0; i < dev.window.size(); ++i)
       for (std::size_t k = 0; k < 3; ++k) dev.window[i].w[k] = w[kHeaderWords + kWindowWords + 3 * i + k];
   }
-  std::string what = detail::diagnose(records);
-  if (const std::string gpu = detail::diagnose(device); !gpu.empty())
+  std::string what = diagnose(records);
+  if (const std::string gpu = diagnose(device); !gpu.empty())
     what = (what.empty() ? "" : what + "; ") + "in the collectives on GPUs (NCCL, numbered apart): " + gpu;
   if (what.empty()) what = "the ranks' collective sequences differ";  // cannot happen: they did not agree
-  check_failure = what + " (desync check #" + std::to_string(current.index) + " on rank " + std::to_string(rank) +
-                  " of " + peers() + ")";
+  check_failure = what + " (desync check #" + std::to_string(current.index) + " on rank " + std::to_string(mpi_.rank) +
+                  " of " + mpi_.peers() + ")";
   check_failed.store(true, std::memory_order_release);
-  fail(check_failure, true);
+  health_.fail(check_failure, true);
 }
 
-std::string Communicator::Impl::describe(std::uint64_t seq) const {
-  if (!history) return "";
-  const SigSlot& slot = history[seq % kHistory];
-  if (slot.seq.load(std::memory_order_acquire) != seq) return "";
-  detail::CollectiveSig s;
-  for (int i = 0; i < 3; ++i) s.w[i] = slot.w[i].load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (slot.seq.load(std::memory_order_relaxed) != seq) return "";  // rewritten meanwhile
-  return detail::CollectiveId::from_sig(s, seq).describe();
-}
-
-void Communicator::Impl::check_mpi_failed(int rc, const char* expr) {
+void SyncChecker::check_mpi_failed(int rc, const char* expr) {
   check_failed.store(true, std::memory_order_release);
   check_failure = "desync check #" + std::to_string(current.index) + ": " + expr + " failed on rank " +
-                  std::to_string(rank) + ": " + detail::mpi_error_text(rc);
-  fail(check_failure);
+                  std::to_string(mpi_.rank) + ": " + mpi_error_text(rc);
+  health_.fail(check_failure);
 }
 
-void Communicator::Impl::check_timed_out(const char* during, double waited_s) {
+void SyncChecker::check_timed_out(const char* during, double waited_s) {
   check_failed.store(true, std::memory_order_release);
   std::ostringstream os;
   os << "desync check #" << current.index << " timed out " << during << " after " << waited_s
-     << " s on rank " << rank << " of " << peers()
+     << " s on rank " << mpi_.rank << " of " << mpi_.peers()
      << ": a peer has not reached the matching check (each rank checks at step() or check_sync() when it "
         "pushed collectives since its last check, and those must match), or it is stuck";
   check_failure = os.str();
-  fail(check_failure);
+  health_.fail(check_failure);
 }
 
-double Communicator::Impl::check_wait_s() const {
+double SyncChecker::check_wait_s() const {
   // Once the communicator is broken (a collective timed out, say) a check
   // can only name a desync that explains the failure, and peers that are
   // alive answer within milliseconds: they poll checks in their own waits.
   // A full timeout here would double the time to report the failure.
-  return is_broken() ? std::min(options.timeout_s, kBrokenCheckWait_s) : options.timeout_s;
+  return health_.is_broken() ? std::min(mpi_.timeout_s(), kBrokenCheckWait_s) : mpi_.timeout_s();
 }
 
-void Communicator::Impl::run_check(std::uint64_t index, std::uint64_t count) {
+void SyncChecker::run(std::uint64_t index, std::uint64_t count) {
   if (check_failed.load(std::memory_order_relaxed))
     throw CommError(check_failure.empty() ? "an earlier desync check failed" : check_failure);
   // The comm stream runs in order: every collective pushed before this check
@@ -364,15 +339,15 @@ void Communicator::Impl::run_check(std::uint64_t index, std::uint64_t count) {
   const double limit_s = check_wait_s();
   Poller poller(limit_s);
   while (checks_finished < index) {
-    poll_checks();
+    poll();
     if (checks_finished >= index) break;
-    if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
+    if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others
     if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
-  poll_checks();  // starts this one (unless a wait already did); a later poll finishes it
+  poll();  // starts this one (unless a wait already did); a later poll finishes it
 }
 
-void Communicator::Impl::finish_checks() {
+void SyncChecker::finish() {
   if (check_failed.load(std::memory_order_relaxed)) return;
   const double limit_s = check_wait_s();
   Poller poller(limit_s);
@@ -382,25 +357,24 @@ void Communicator::Impl::finish_checks() {
     return checks_finished < checks_ready.load(std::memory_order_acquire) || rechecks_owed > 0 || recheck_in_flight;
   };
   while (pending()) {
-    poll_checks();
+    poll();
     if (!pending()) break;
-    if (poller.periodic() && poller.slow()) detail::serve_queries(true);  // roll calls of others
+    if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others
     if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
 }
 
-// ---- Public API ------------------------------------------------------------
 
-void Communicator::check_sync(Loc loc) {
-  if (!impl_->check_enabled) return;
-  impl_->post_check(impl_, current_engine(), loc);
+void SyncChecker::free_comms() {
+  if (check_comm != MPI_COMM_NULL) TIDE_MPI_CHECK(MPI_Comm_free(&check_comm));
+  if (recheck_comm != MPI_COMM_NULL) TIDE_MPI_CHECK(MPI_Comm_free(&recheck_comm));
 }
 
-void Communicator::finish_checks(Loc loc) {
-  if (!impl_->check_enabled) return;
-  impl_->push_finish_checks(impl_, current_engine(), loc);
+void SyncChecker::free_comms_at_exit() {
+  // A check still in flight (or stuck) keeps its communicator: freeing it
+  // under a pending request is not allowed.
+  if (check_comm != MPI_COMM_NULL && !check_in_flight) MPI_Comm_free(&check_comm);
+  if (recheck_comm != MPI_COMM_NULL && !recheck_in_flight) MPI_Comm_free(&recheck_comm);
 }
 
-bool Communicator::desync_check() const { return impl_->check_enabled; }
-
-}  // namespace tide
+}  // namespace tide::detail

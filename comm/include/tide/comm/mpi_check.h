@@ -1,12 +1,13 @@
 // One check macro for MPI calls: the expression, file:line, MPI's error text
-// and the rank, as a tide::CommError.
+// and the rank, as a tide::CommError. Used by comm/ and launch/ (the code
+// that calls MPI); it needs <mpi.h>, so it is not in the umbrella header.
 #pragma once
 
 #include <mpi.h>
 
 #include <string>
 
-#include <tide/comm/communicator.h>
+#include <tide/comm/types.h>
 
 namespace tide::detail {
 

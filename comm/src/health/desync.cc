@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include <tide/comm/communicator.h>
+#include <tide/comm/types.h>
 
 namespace tide::detail {
 

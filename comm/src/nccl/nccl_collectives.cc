@@ -24,7 +24,8 @@
 #include <tide/core/cuda_check.h>
 #include <tide/core/engine.h>
 
-#include "push_comm.h"
+#include "../mpi/poller.h"
+#include "../push_comm.h"
 
 namespace tide::detail {
 
@@ -138,7 +139,7 @@ std::string nccl_text(ncclResult_t r, ncclComm_t comm) {
                               ncclResult_t r) {
   std::string text = nccl_text(r, nc.comm);
   nc.abort();
-  impl.fail(name_of(impl, what, nc.device) + ": " + call + " failed on rank " + std::to_string(impl.rank) + ": " +
+  impl.fail(name_of(impl, what, nc.device) + ": " + call + " failed on rank " + std::to_string(impl.mpi.rank) + ": " +
             text);
 }
 
@@ -159,7 +160,7 @@ ncclResult_t settle(ncclComm_t comm, Poller& poller) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%g", impl.options.timeout_s);
   impl.fail(name_of(impl, what, nc.device) + ": " + during + " not done after " + secs +
-            " s (TIDE_COMM_TIMEOUT) on rank " + std::to_string(impl.rank) +
+            " s (TIDE_COMM_TIMEOUT) on rank " + std::to_string(impl.mpi.rank) +
             ": a rank did not join it, pushed another collective, or is stuck; the NCCL communicator was aborted");
 }
 
@@ -173,17 +174,17 @@ void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclC
     ncclUniqueId id;
     char error[120];
   } msg{};
-  if (impl.rank == 0) {
+  if (impl.mpi.rank == 0) {
     if (ncclResult_t r = ncclGetUniqueId(&msg.id); r != ncclSuccess)
       std::snprintf(msg.error, sizeof msg.error, "%s", ncclGetErrorString(r));
   }
-  if (impl.mpi && impl.size > 1) {
+  if (impl.mpi.active && impl.mpi.size > 1) {
     void* data = &msg;
     const int bytes = static_cast<int>(sizeof msg);
-    impl.collective(
+    impl.mpi.collective(
         what, sizeof msg,
-        [&](MPI_Request* req) { return MPI_Ibcast(data, bytes, MPI_BYTE, 0, impl.comm, req); },
-        [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, impl.comm); });
+        [&](MPI_Request* req) { return MPI_Ibcast(data, bytes, MPI_BYTE, 0, impl.mpi.comm, req); },
+        [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, impl.mpi.comm); });
   }
   liveness_leave();
   std::string gpus;
@@ -210,7 +211,7 @@ void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclC
         r = ncclUnhandledCudaError;
         break;
       }
-      r = ncclCommInitRankConfig(&comms[static_cast<std::size_t>(i)], impl.size * k, msg.id, impl.rank * k + i,
+      r = ncclCommInitRankConfig(&comms[static_cast<std::size_t>(i)], impl.mpi.size * k, msg.id, impl.mpi.rank * k + i,
                                  &config);
     }
     if (k > 1) {
@@ -225,7 +226,7 @@ void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclC
     const std::string text =
         r == ncclInProgress ? "not done after the timeout (TIDE_COMM_TIMEOUT)" : nccl_text(r, comms[0]);
     abort_all();
-    impl.fail(name + ": ncclCommInitRankConfig failed on rank " + std::to_string(impl.rank) + ": " + text);
+    impl.fail(name + ": ncclCommInitRankConfig failed on rank " + std::to_string(impl.mpi.rank) + ": " + text);
   }
   for (std::size_t i = 0; i < ncs.size(); ++i) {
     CurrentGpu gpu(ncs[i]->device);
@@ -245,7 +246,7 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
     // the peers' wait then fails (timeout) rather than mixing data.
     if (impl.is_broken()) return;
     nc.abort();
-    impl.fail(name_of(impl, c.what, nc.device) + ": skipped on rank " + std::to_string(impl.rank) +
+    impl.fail(name_of(impl, c.what, nc.device) + ": skipped on rank " + std::to_string(impl.mpi.rank) +
               " (its input comes from a failed op, or it was cancelled); the NCCL communicator was aborted so "
               "that no later collective pairs with the wrong one");
   }
@@ -274,7 +275,7 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
       break;
     case CollectiveKind::reduce_scatter:
       call = "ncclReduceScatter";
-      if (n) r = ncclReduceScatter(in, out, n / static_cast<std::size_t>(impl.size), type, nccl_op(c.op), nc.comm,
+      if (n) r = ncclReduceScatter(in, out, n / static_cast<std::size_t>(impl.mpi.size), type, nccl_op(c.op), nc.comm,
                                    stream);
       break;
     default:

@@ -1,0 +1,28 @@
+// The value types of comm/: the reduction of a collective, the error a
+// failed collective raises, and a communicator's options.
+#pragma once
+
+#include <tide/core/error.h>
+
+namespace tide {
+
+enum class ReduceOp { sum, avg, max, min };
+const char* reduce_op_name(ReduceOp op);
+
+/// A collective failed or timed out (rethrown at a barrier as BackendError,
+/// whose message carries this text).
+class CommError : public Error {
+  using Error::Error;
+};
+
+struct CommOptions {
+  double timeout_s = 30.0;
+  /// Compare collective sequences across ranks at check_sync() and
+  /// Runtime::step() (TIDE_DESYNC_CHECK=0 turns it off).
+  bool desync_check = true;
+  /// Reads TIDE_COMM_TIMEOUT (seconds, > 0) and TIDE_DESYNC_CHECK (0 or 1);
+  /// throws tide::ValueError if bad.
+  static CommOptions from_env();
+};
+
+}  // namespace tide

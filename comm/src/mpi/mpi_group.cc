@@ -1,0 +1,188 @@
+#include "mpi_group.h"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include <tide/comm/mpi_check.h>
+
+#include "poller.h"
+
+namespace tide::detail {
+
+std::string MpiGroup::peers() const {
+  return (split_ ? "group of " : "") + std::to_string(size) + (size == 1 ? " rank" : " ranks");
+}
+
+std::string MpiGroup::where() const {
+  std::string s = "rank " + std::to_string(rank) + " of " + (split_ ? "the " : "") + peers();
+  if (split_) s += " (world rank " + std::to_string(world_rank) + ")";
+  return s;
+}
+
+void MpiGroup::mpi_failed(int rc, const char* expr, const CollectiveId& what) {
+  health_.fail(what.str(peers()) + ": " + expr + " failed on rank " + std::to_string(rank) + ": " + mpi_error_text(rc));
+}
+
+void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
+  Poller poller(timeout_s_);
+  RollCall roll;  // held only once the wait is long
+  double next_look_s = kLookEvery_s;
+  for (;;) {
+    int done = 0;
+    if (int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE); rc != MPI_SUCCESS)
+      mpi_failed(rc, "MPI_Test", what);
+    if (done) return;
+    // A collective that hangs because the ranks pushed different sequences
+    // waits here: a desync check posted meanwhile can name the divergence
+    // long before the deadline.
+    if (poller.periodic()) {
+      if (on_poll) on_poll();
+      if (poller.slow()) {
+        serve_queries();
+        roll.collect();
+        if (const double waited = poller.waited_s(); waited >= next_look_s) {
+          next_look_s = waited + kLookEvery_s;
+          if (waited >= kRollCallAfter_s && !roll.asked()) roll.ask(world_ranks, rank);
+          const std::vector<int> gone = gone_members(world_ranks, rank);
+          if (!gone.empty()) vanished(what, gone, waited);
+        }
+      }
+    }
+    if (!poller.next()) timed_out(what, roll);
+  }
+}
+
+void MpiGroup::vanished(const CollectiveId& what, const std::vector<int>& gone, double waited_s) {
+  std::ostringstream os;
+  os << what.str(peers()) << " on " << where();
+  os << ": " << (gone.size() == 1 ? "rank " : "ranks ");
+  for (std::size_t i = 0; i < gone.size(); ++i) {
+    os << (i ? ", " : "") << gone[i];
+    if (split_) os << " (world rank " << world_ranks[static_cast<std::size_t>(gone[i])] << ")";
+  }
+  os << " vanished: " << (gone.size() == 1 ? "its process is" : "their processes are")
+     << " gone from this host (seen after waiting " << static_cast<int>(waited_s * 100) / 100.0 << " s)";
+  health_.fail(os.str());
+}
+
+void MpiGroup::timed_out(const CollectiveId& what, RollCall& roll) {
+  if (!roll.asked()) {
+    // A timeout shorter than the roll call's delay: ask now, and give the
+    // answers a moment.
+    roll.ask(world_ranks, rank);
+    for (int i = 0; i < 50; ++i) {
+      serve_queries();
+      roll.collect();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  roll.collect();
+  std::ostringstream os;
+  os << what.str(peers()) << " timed out after " << timeout_s_ << " s on " << where();
+  const std::string absent = roll.absent(ident, what, peers());
+  if (absent.empty()) {
+    os << ": every rank is in it, yet it did not complete (a stalled network or MPI?)";
+  } else {
+    os << ": " << absent;
+  }
+  health_.fail(os.str());
+}
+
+std::chrono::steady_clock::time_point MpiGroup::deadline_after(
+    std::chrono::steady_clock::time_point began) const {
+  constexpr double kLongest_s = 1e9;  // about 30 years: "never", without overflow
+  const double s = std::min(std::max(timeout_s_, 0.0), kLongest_s);
+  return began + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
+namespace {
+std::string bytes_text(std::size_t bytes) {
+  std::ostringstream os;
+  if (bytes >= (std::size_t{1} << 30)) {
+    os << static_cast<double>(bytes) / static_cast<double>(std::size_t{1} << 30) << " GiB";
+  } else if (bytes >= (std::size_t{1} << 20)) {
+    os << static_cast<double>(bytes) / static_cast<double>(std::size_t{1} << 20) << " MiB";
+  } else {
+    os << bytes / 1024.0 << " KiB";
+  }
+  return os.str();
+}
+}  // namespace
+
+std::string MpiGroup::overdue(const CollectiveId& what, std::size_t bytes, double arrived_s) const {
+  std::ostringstream os;
+  os << what.str(peers()) << " timed out after " << timeout_s_ << " s on " << where();
+  os << ": every rank had arrived at it " << static_cast<double>(static_cast<long>(arrived_s * 1e4)) / 10
+     << " ms after it began, then MPI's blocking transfer of " << bytes_text(bytes)
+     << " did not complete; not heard from since: ";
+  for (int m = 0, listed = 0; m < size; ++m) {
+    if (m == rank) continue;
+    os << (listed++ ? ", " : "") << "rank " << m;
+    const int world = world_ranks.empty() ? m : world_ranks[static_cast<std::size_t>(m)];
+    if (split_) os << " (world rank " << world << ")";
+    if (const std::string note = process_note(world); !note.empty()) os << " (" << note << ")";
+  }
+  return os.str();
+}
+
+void MpiGroup::arrive(const CollectiveId& what) {
+  const CollectiveSig s = what.sig();
+  // On the heap, and left there if the wait fails: its requests stay pending
+  // (MPI cannot cancel a collective, nor a send surely), and a late peer
+  // would still write into `all`.
+  struct Buffers {
+    std::array<std::uint64_t, 4> mine;
+    std::vector<std::uint64_t> all;
+    std::array<MPI_Request, 2 * kPointToPointArrival> reqs;
+  };
+  auto b = std::make_unique<Buffers>();
+  b->mine = {what.seq, s.w[0], s.w[1], s.w[2]};
+  b->all.resize(4 * static_cast<std::size_t>(size));
+  const auto& mine = b->mine;
+  auto& all = b->all;
+  try {
+    if (size <= kPointToPointArrival) {
+      // Receives first, so that the sends find them posted. Messages between
+      // two ranks on one communicator and tag arrive in order, so arrival k
+      // pairs with the peer's arrival k even when the ranks disagree on what
+      // collective k is (which this then names).
+      int n = 0;
+      std::copy(mine.begin(), mine.end(), all.begin() + 4 * rank);
+      for (int r = 0; r < size; ++r)
+        if (r != rank)
+          if (int rc = MPI_Irecv(&all[4 * static_cast<std::size_t>(r)], 4, MPI_UINT64_T, r, kArrivalTag, comm,
+                                 &b->reqs[static_cast<std::size_t>(n++)]);
+              rc != MPI_SUCCESS)
+            mpi_failed(rc, "MPI_Irecv", what);
+      for (int r = 0; r < size; ++r)
+        if (r != rank)
+          if (int rc = MPI_Isend(mine.data(), 4, MPI_UINT64_T, r, kArrivalTag, comm,
+                                 &b->reqs[static_cast<std::size_t>(n++)]);
+              rc != MPI_SUCCESS)
+            mpi_failed(rc, "MPI_Isend", what);
+      wait(b->reqs.data(), n, what);
+    } else {
+      if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &b->reqs[0]);
+          rc != MPI_SUCCESS)
+        mpi_failed(rc, "MPI_Iallgather", what);
+      wait(b->reqs[0], what);
+    }
+  } catch (...) {
+    (void)b.release();  // still MPI's (see above); the communicator is broken, and the job ends
+    throw;
+  }
+  std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
+  std::vector<CollectiveSig> sigs(static_cast<std::size_t>(size));
+  for (std::size_t r = 0; r < seqs.size(); ++r) {
+    seqs[r] = all[4 * r];
+    for (int w = 0; w < 3; ++w) sigs[r].w[w] = all[4 * r + 1 + static_cast<std::size_t>(w)];
+  }
+  const std::string desync = diagnose_arrival(seqs, sigs);
+  if (!desync.empty())
+    health_.fail(desync + " (seen as the ranks arrived, on rank " + std::to_string(rank) + " of " + peers() + ")", true);
+}
+
+}  // namespace tide::detail

@@ -1,0 +1,133 @@
+// The ranks of one communicator over MPI, and how its host collectives run
+// and are timed on the comm thread (cpu:0's comm stream, the only thread of
+// the rank that calls MPI). Internal to comm/.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../health/desync.h"
+#include "../health/failure.h"
+#include "../health/liveness.h"
+#include "watchdog.h"
+
+namespace tide::detail {
+
+class MpiGroup {
+ public:
+  /// `health`: the communicator's failure state (a failed or timed-out MPI
+  /// call breaks it); `split`: a group made by split, not a world.
+  MpiGroup(FailureState& health, double timeout_s, bool split)
+      : health_(health), timeout_s_(timeout_s), split_(split) {}
+  MpiGroup(const MpiGroup&) = delete;
+  MpiGroup& operator=(const MpiGroup&) = delete;
+
+  // Who the members are: set up before the comm thread can see the group.
+  bool active = false;  // over MPI; false for a local world of one rank
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  int world_rank = 0;
+  /// Member i's world rank, and an id every member agrees on (0: a world),
+  /// for the roll call of a long wait (liveness.h).
+  std::vector<int> world_ranks;
+  std::uint64_t ident = 0;
+  /// Called every 16th poll of a wait: the desync checks progress there, so
+  /// a collective that hangs because ranks diverged is named by a check.
+  std::function<void()> on_poll;
+
+  /// More than one rank over MPI: collectives talk to peers.
+  bool spans_ranks() const { return active && size > 1; }
+  double timeout_s() const { return timeout_s_; }
+  /// "2 ranks" for a world, "group of 2 ranks" for a split.
+  std::string peers() const;
+  /// The comm thread enters collective `what` (for roll calls and the
+  /// SIGTERM report).
+  void enter(const CollectiveId& what) const {
+    if (active) liveness_enter(ident, what, size, split_);
+  }
+
+  /// Runs one collective on the comm thread. Small ones use MPI's
+  /// non-blocking form, polled against the deadline. Large ones first check
+  /// that every rank has arrived at the same collective (arrive) and then
+  /// call MPI's blocking form: Open MPI's non-blocking collectives reach
+  /// well under half the bandwidth of its tuned blocking ones. The blocking
+  /// call cannot be polled, so the process's watchdog holds its deadline
+  /// (watchdog.h): a peer that freezes or loses its link mid-transfer ends
+  /// the job at TIDE_COMM_TIMEOUT after the collective began, as a timeout
+  /// of a small one does.
+  template <typename StartNonBlocking, typename Blocking>
+  void collective(const CollectiveId& what, std::size_t bytes, StartNonBlocking start, Blocking blocking) {
+    if (bytes < kBlockingFromBytes) {
+      MPI_Request req;
+      if (int rc = start(&req); rc != MPI_SUCCESS) mpi_failed(rc, "the non-blocking MPI call", what);
+      wait(req, what);
+      liveness_leave();
+      return;
+    }
+    const auto began = std::chrono::steady_clock::now();
+    arrive(what);
+    int rc = MPI_SUCCESS;
+    {
+      const double arrived_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      BlockingDeadline deadline(world_rank, deadline_after(began),
+                                [this, what, bytes, arrived_s] { return overdue(what, bytes, arrived_s); });
+      rc = blocking();
+    }
+    if (rc != MPI_SUCCESS) mpi_failed(rc, "the blocking MPI call", what);
+    liveness_leave();
+  }
+  static constexpr std::size_t kBlockingFromBytes = 64 << 10;
+
+  /// Polls `req` until done or the deadline; meanwhile runs on_poll (so a
+  /// collective that hangs because ranks diverged is named by the check,
+  /// not by the timeout). Once the wait is past its first spin it answers
+  /// other ranks' roll calls; every kLookEvery_s it looks at the members'
+  /// processes on this host (one that is gone fails the wait at once,
+  /// naming it), and past kRollCallAfter_s it holds its own roll call, so
+  /// that a timeout names the members that did not arrive. Comm thread.
+  void wait(MPI_Request& req, const CollectiveId& what) { wait(&req, 1, what); }
+  /// The same for `n` requests, done when all are.
+  void wait(MPI_Request* reqs, int n, const CollectiveId& what);
+  static constexpr double kLookEvery_s = 0.25;
+  static constexpr double kRollCallAfter_s = 1.0;
+
+  /// A polled, timed rendezvous of every rank that also compares what each
+  /// is about to run (an all-gather of sequence number and signature): a
+  /// mismatch fails here, on every rank, before any blocking MPI call. Up to
+  /// kPointToPointArrival ranks it is made of point-to-point messages (a
+  /// few microseconds less than MPI's non-blocking all-gather, which is most
+  /// of what a large collective costs beyond MPI's own call); above, the
+  /// all-gather (its messages grow as log p, not p).
+  void arrive(const CollectiveId& what);
+  static constexpr int kPointToPointArrival = 8;
+  static constexpr int kArrivalTag = 77;
+
+  /// An MPI call of `what` returned `rc`: breaks the communicator.
+  [[noreturn]] void mpi_failed(int rc, const char* expr, const CollectiveId& what);
+  /// `began` plus the timeout (clamped, so that any TIDE_COMM_TIMEOUT fits).
+  std::chrono::steady_clock::time_point deadline_after(std::chrono::steady_clock::time_point began) const;
+
+ private:
+  /// Fail a wait: members `gone` have vanished, or the deadline passed.
+  [[noreturn]] void vanished(const CollectiveId& what, const std::vector<int>& gone, double waited_s);
+  [[noreturn]] void timed_out(const CollectiveId& what, RollCall& roll);
+  /// The watchdog's message for a blocking collective of `bytes` that every
+  /// rank arrived at after `arrived_s` and that is past its deadline. Called
+  /// on the watchdog thread: reads only what is fixed at creation, no MPI.
+  std::string overdue(const CollectiveId& what, std::size_t bytes, double arrived_s) const;
+  /// "rank 1 of the group of 2 ranks (world rank 3)": where a wait failed.
+  std::string where() const;
+
+  FailureState& health_;
+  double timeout_s_;
+  bool split_;
+};
+
+}  // namespace tide::detail
