@@ -10,6 +10,8 @@
 
 #include <tide/core/dtype.h>
 
+#include "../kernels.h"
+
 namespace tide::cuda_kernels {
 
 /// y[r, j] += b[j] for y [rows, cols], in dtype (f32 or f64): the bias of
@@ -54,12 +56,7 @@ void argmax(void* stream, DType dtype, const void* in, std::int32_t* out, std::i
 void sgd_step(void* stream, DType dtype, void* param, const void* grad, void* velocity,
               std::int64_t n, double lr, double momentum, double weight_decay);
 
-/// Adam's per-step scalars, computed on the frontend (see nn.cc).
-struct AdamScalars {
-  double beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
-  double step_size = 0;              // lr / (1 - beta1^step)
-  double bias_correction2_sqrt = 0;  // sqrt(1 - beta2^step)
-};
+using kernels::AdamScalars;
 
 /// Adam as the CPU's adam_step, in place, rounded like sgd_step.
 void adam_step(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,
