@@ -92,32 +92,27 @@ struct Neg {
     else return -x;
   }
 };
-/// exp and log take floating dtypes only (kFloatingOnly: the frontend
-/// checks, and the tables give i32 a kernel that throws).
-struct Exp {
+/// exp and log, floating dtypes only (kFloatingOnly: the frontend checks,
+/// and the tables give i32 a kernel that throws). On the device CUDA's
+/// expf/logf (f32) and exp/log (f64), on the host the C++ library's.
+enum class Transcendental { exp, log };
+template <Transcendental Fn>
+struct Libm {
   static constexpr bool kFloatingOnly = true;
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x) const {
+    constexpr bool kExp = Fn == Transcendental::exp;
 #ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<T, float>) return expf(x);
-    else return ::exp(x);
+    if constexpr (std::is_same_v<T, float>) return kExp ? expf(x) : logf(x);
+    else return kExp ? ::exp(x) : ::log(x);
 #else
-    return std::exp(x);
+    return kExp ? std::exp(x) : std::log(x);
 #endif
   }
 };
-struct Log {
-  static constexpr bool kFloatingOnly = true;
-  template <typename T>
-  TIDE_HOST_DEVICE T operator()(T x) const {
-#ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<T, float>) return logf(x);
-    else return ::log(x);
-#else
-    return std::log(x);
-#endif
-  }
-};
+using Exp = Libm<Transcendental::exp>;
+using Log = Libm<Transcendental::log>;
+
 /// max(x, 0); NaN stays NaN and -0 stays -0.
 struct Relu {
   static constexpr bool kFloatingOnly = false;

@@ -144,23 +144,13 @@ TEST_P(OptimTest, BadOptimizerArgumentsThrowAndEnqueueNothing) {
   AdamOptions o;
   EXPECT_REJECTED(ValueError, adam(o, 0));
   EXPECT_REJECTED(ValueError, adam(o, -3));
-  o.lr = -1e-3;
-  EXPECT_REJECTED(ValueError, adam(o));
-  o = {};
-  o.beta1 = 1.0;
-  EXPECT_REJECTED(ValueError, adam(o));
-  o = {};
-  o.beta2 = -0.1;
-  EXPECT_REJECTED(ValueError, adam(o));
-  o = {};
-  o.beta2 = nan;
-  EXPECT_REJECTED(ValueError, adam(o));
-  o = {};
-  o.eps = 0.0;
-  EXPECT_REJECTED(ValueError, adam(o));
-  o = {};
-  o.weight_decay = -1.0;
-  EXPECT_REJECTED(ValueError, adam(o));
+  const AdamOptions bad_options[] = {{.lr = -1e-3}, {.beta1 = 1.0},  {.beta2 = -0.1},
+                                     {.beta2 = nan}, {.eps = 0.0},   {.weight_decay = -1.0}};
+  for (const AdamOptions& bad : bad_options) {
+    SCOPED_TRACE(::testing::Message() << "lr " << bad.lr << " beta1 " << bad.beta1 << " beta2 " << bad.beta2
+                                      << " eps " << bad.eps << " weight_decay " << bad.weight_decay);
+    EXPECT_REJECTED(ValueError, adam(bad));
+  }
   EXPECT_REJECTED(ValueError, adam_step_(p, g, s1, s1, 1, {}));
   EXPECT_REJECTED(ValueError, adam_step_(p, g, p, s2, 1, {}));
   EXPECT_REJECTED(ShapeError, adam_step_(p, g, s1, wrong, 1, {}));

@@ -11,8 +11,7 @@
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
 
-#include "../elementwise_functors.h"
-#include "../kernels.h"
+#include "../elementwise_table.h"
 #include "grid_util.cuh"
 
 namespace tide::kernels {
@@ -78,73 +77,35 @@ unsigned grid_of(std::int64_t n, bool vectorized) {
   return grid_for(vectorized ? (n + Pack<T>::kWidth - 1) / Pack<T>::kWidth : n);
 }
 
-template <typename T, typename F>
-void map1(const void* a, void* out, std::int64_t n, F f, void* stream) {
-  if (n == 0) return;
-  const auto* ta = static_cast<const T*>(a);
-  auto* to = static_cast<T*>(out);
-  const bool vec = aligned16(a) && aligned16(out);
-  if (vec) map1_kernel<T, true><<<grid_of<T>(n, true), kThreads, 0, as_stream(stream)>>>(ta, to, n, f);
-  else map1_kernel<T, false><<<grid_of<T>(n, false), kThreads, 0, as_stream(stream)>>>(ta, to, n, f);
-  TIDE_CUDA_LAUNCH_CHECK();
-}
+/// The launches behind the table (elementwise_table.h): the packed kernel
+/// when every pointer is 16-byte aligned, the scalar one otherwise.
+struct CudaMaps {
+  template <typename T, typename F>
+  static void map1(const void* a, void* out, std::int64_t n, F f, void* stream) {
+    if (n == 0) return;
+    const auto* ta = static_cast<const T*>(a);
+    auto* to = static_cast<T*>(out);
+    const bool vec = aligned16(a) && aligned16(out);
+    if (vec) map1_kernel<T, true><<<grid_of<T>(n, true), kThreads, 0, as_stream(stream)>>>(ta, to, n, f);
+    else map1_kernel<T, false><<<grid_of<T>(n, false), kThreads, 0, as_stream(stream)>>>(ta, to, n, f);
+    TIDE_CUDA_LAUNCH_CHECK();
+  }
 
-template <typename T, typename F>
-void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream) {
-  if (n == 0) return;
-  const auto* ta = static_cast<const T*>(a);
-  const auto* tb = static_cast<const T*>(b);
-  auto* to = static_cast<T*>(out);
-  const bool vec = aligned16(a) && aligned16(b) && aligned16(out);
-  if (vec) map2_kernel<T, true><<<grid_of<T>(n, true), kThreads, 0, as_stream(stream)>>>(ta, tb, to, n, f);
-  else map2_kernel<T, false><<<grid_of<T>(n, false), kThreads, 0, as_stream(stream)>>>(ta, tb, to, n, f);
-  TIDE_CUDA_LAUNCH_CHECK();
-}
-
-template <typename F>
-void binary(DType dtype, const void* a, const void* b, void* out, std::int64_t n, void* stream) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    map2<T>(a, b, out, n, F{}, stream);
-  });
-}
-
-/// The scalar is converted here, on the host, exactly as the CPU table
-/// converts it (static_cast, i32 truncating toward zero).
-template <typename F, bool Reversed>
-void scalar(DType dtype, const void* a, double s, void* out, std::int64_t n, void* stream) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    map1<T>(a, out, n, functors::WithScalar<F, Reversed, T>{static_cast<T>(s)}, stream);
-  });
-}
-
-template <typename F>
-void unary(DType dtype, const void* a, void* out, std::int64_t n, void* stream) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (functors::kIsI32<T> && F::kFloatingOnly)
-      throw DTypeError("exp and log need a floating dtype (f32 or f64)");
-    else map1<T>(a, out, n, F{}, stream);
-  });
-}
-
-constexpr Elementwise make_table() {
-  Elementwise t;
-#define TIDE_FILL_BINARY(name, F)                                           \
-  t.binary[static_cast<int>(BinaryOp::name)] = &binary<functors::F>;         \
-  t.scalar[static_cast<int>(BinaryOp::name)] = &scalar<functors::F, false>;  \
-  t.rscalar[static_cast<int>(BinaryOp::name)] = &scalar<functors::F, true>;
-#define TIDE_FILL_UNARY(name, F) t.unary[static_cast<int>(UnaryOp::name)] = &unary<functors::F>;
-  TIDE_BINARY_OPS(TIDE_FILL_BINARY)
-  TIDE_UNARY_OPS(TIDE_FILL_UNARY)
-#undef TIDE_FILL_BINARY
-#undef TIDE_FILL_UNARY
-  return t;
-}
+  template <typename T, typename F>
+  static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream) {
+    if (n == 0) return;
+    const auto* ta = static_cast<const T*>(a);
+    const auto* tb = static_cast<const T*>(b);
+    auto* to = static_cast<T*>(out);
+    const bool vec = aligned16(a) && aligned16(b) && aligned16(out);
+    if (vec) map2_kernel<T, true><<<grid_of<T>(n, true), kThreads, 0, as_stream(stream)>>>(ta, tb, to, n, f);
+    else map2_kernel<T, false><<<grid_of<T>(n, false), kThreads, 0, as_stream(stream)>>>(ta, tb, to, n, f);
+    TIDE_CUDA_LAUNCH_CHECK();
+  }
+};
 
 }  // namespace
 
-const Elementwise cuda_elementwise = make_table();
+const Elementwise cuda_elementwise = ElementwiseTable<CudaMaps>::make();
 
 }  // namespace tide::kernels
