@@ -1,8 +1,8 @@
 // The elementwise functors, written once: the CPU loops
-// (cpu/elementwise_kernels.h) and the CUDA kernels
-// (cuda/elementwise_kernels.cu) instantiate the same structs. A new
-// elementwise op is a functor here, its line in the op list of kernels.h and
-// its public declaration.
+// (cpu/elementwise.cc) and the CUDA kernels (cuda/elementwise_kernels.cu)
+// instantiate the same structs through elementwise_table.h. A new
+// elementwise op is a functor here, its line in the op list of kernels.h,
+// its public declaration and its one-line definition in elementwise.cc.
 //
 // i32 arithmetic wraps around (two's complement), like the hardware and
 // NumPy: signed overflow in C++ would be undefined, so it goes through

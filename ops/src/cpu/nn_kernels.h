@@ -1,5 +1,5 @@
-// CPU kernels for the nn ops (ops/src/nn.cc, through cpu/nn.cc): plain loops over contiguous
-// row-major arrays. Sums and the softmax run in double in index order and
+// CPU kernels for the nn ops (the CPU nn table, cpu/nn.cc): plain loops
+// over contiguous row-major arrays. Sums and the softmax run in double in index order and
 // round to T once per stored value, so results do not depend on threads or
 // vector widths.
 #pragma once

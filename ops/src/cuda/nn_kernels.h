@@ -1,7 +1,8 @@
-// The nn kernels on CUDA devices (ops/src/nn.cc's CUDA closures): plain C++
-// launchers, defined in nn.cu. Each takes the op's stream (a cudaStream_t of
-// the current device) and device pointers, launches asynchronously, and
-// throws tide::CudaError when a launch or call fails. They compute what the
+// The nn and optimizer kernels on CUDA devices: plain C++ launchers,
+// defined in nn.cu, that fill the CUDA nn and optim tables (tables.cc).
+// Each takes the op's stream (a cudaStream_t of the current device) and
+// device pointers, launches asynchronously, and throws tide::CudaError when
+// a launch or call fails. They compute what the
 // CPU kernels in ops/src/cpu/nn_kernels.h compute, with the differences
 // noted here.
 #pragma once
