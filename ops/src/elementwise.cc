@@ -18,14 +18,14 @@ using kernels::BinaryOp;
 using kernels::UnaryOp;
 using kernels::kernel_for;
 
-constexpr int index(BinaryOp op) { return static_cast<int>(op); }
-constexpr int index(UnaryOp op) { return static_cast<int>(op); }
+constexpr int slot(BinaryOp op) { return static_cast<int>(op); }
+constexpr int slot(UnaryOp op) { return static_cast<int>(op); }
 
 Tensor binary(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
-  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).binary[index(op)]);
+  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).binary[slot(op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_new(
@@ -47,7 +47,7 @@ void check_scalar_divisor(const char* name, double s, DType t) {
 /// The kernel computing a op s, or s op a when `reversed`.
 kernels::ScalarFn scalar_kernel(const char* name, BinaryOp op, bool reversed, Device d) {
   const kernels::Elementwise& t = kernels::elementwise(d);
-  return kernel_for(name, d, reversed ? t.rscalar[index(op)] : t.scalar[index(op)]);
+  return kernel_for(name, d, reversed ? t.rscalar[slot(op)] : t.scalar[slot(op)]);
 }
 
 /// a op s (or s op a when reversed), the scalar converted to a's dtype.
@@ -67,7 +67,7 @@ Tensor with_scalar(const char* name, BinaryOp op, bool reversed, const Tensor& a
 Tensor unary(const char* name, UnaryOp op, const Tensor& a, bool floating_only, Loc loc) {
   Engine& e = engine_for(name, a);
   if (floating_only) check_floating(name, a.dtype());
-  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).unary[index(op)]);
+  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).unary[slot(op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_new(
@@ -82,7 +82,7 @@ void binary_inplace(const char* name, BinaryOp op, Tensor& a, const Tensor& b, L
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
-  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).binary[index(op)]);
+  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).binary[slot(op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   push_into(

@@ -28,7 +28,8 @@ namespace tide::kernels {
 
 // ---------------------------------------------------------------------------
 // Elementwise. The op lists name each op and its functor
-// (elementwise_functors.h); the tables are generated from them.
+// (elementwise_functors.h); elementwise_table.h builds each device kind's
+// table from them.
 
 #define TIDE_BINARY_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(eq, Eq)
 #define TIDE_UNARY_OPS(X) X(neg, Neg) X(exp, Exp) X(log, Log) X(relu, Relu)

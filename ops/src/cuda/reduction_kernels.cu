@@ -191,12 +191,9 @@ void reduce_dtype(kernels::ReduceOp op, const void* in, void* out, std::int64_t 
 
 void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
                    std::int64_t len, std::int64_t inner, void* stream) {
-  switch (dtype) {
-    case DType::f32: return reduce_dtype<float>(op, in, out, outer, len, inner, as_stream(stream));
-    case DType::f64: return reduce_dtype<double>(op, in, out, outer, len, inner, as_stream(stream));
-    case DType::i32: return reduce_dtype<std::int32_t>(op, in, out, outer, len, inner, as_stream(stream));
-  }
-  throw DTypeError("launch_reduce: unknown dtype");
+  dispatch_dtype(dtype, [&](auto tag) {
+    reduce_dtype<decltype(tag)>(op, in, out, outer, len, inner, as_stream(stream));
+  });
 }
 
 }  // namespace tide::cuda_kernels
