@@ -21,15 +21,20 @@ using kernels::kernel_for;
 constexpr int slot(BinaryOp op) { return static_cast<int>(op); }
 constexpr int slot(UnaryOp op) { return static_cast<int>(op); }
 
-Tensor binary(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, Loc loc) {
+// The op is a template argument and the helpers are forced inline, so each
+// public function is one straight push path with its table slot fixed.
+
+template <BinaryOp Op>
+[[gnu::always_inline]] inline Tensor binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
-  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).binary[slot(op)]);
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_new(
-      e, name, a.shape(), dt, a.device(), {a.storage(), b.storage()},
+      e, name, a.shape(), dt, dev, {a.storage(), b.storage()},
       [fn, dt, n](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
       },
@@ -44,92 +49,101 @@ void check_scalar_divisor(const char* name, double s, DType t) {
                      " truncates to 0 in i32)");
 }
 
-/// The kernel computing a op s, or s op a when `reversed`.
-kernels::ScalarFn scalar_kernel(const char* name, BinaryOp op, bool reversed, Device d) {
+/// The kernel computing a op s, or s op a when Reversed.
+template <BinaryOp Op, bool Reversed>
+kernels::ScalarFn scalar_kernel(const char* name, Device d) {
   const kernels::Elementwise& t = kernels::elementwise(d);
-  return kernel_for(name, d, reversed ? t.rscalar[slot(op)] : t.scalar[slot(op)]);
+  return kernel_for(name, d, Reversed ? t.rscalar[slot(Op)] : t.scalar[slot(Op)]);
 }
 
-/// a op s (or s op a when reversed), the scalar converted to a's dtype.
-Tensor with_scalar(const char* name, BinaryOp op, bool reversed, const Tensor& a, double s, Loc loc) {
+/// a op s (or s op a when Reversed), the scalar converted to a's dtype.
+template <BinaryOp Op, bool Reversed>
+[[gnu::always_inline]] inline Tensor with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
   Engine& e = engine_for(name, a);
   check_scalar_fits(name, s, a.dtype());
-  if (op == BinaryOp::div && !reversed) check_scalar_divisor(name, s, a.dtype());
-  const auto fn = scalar_kernel(name, op, reversed, a.device());
+  if constexpr (Op == BinaryOp::div && !Reversed) check_scalar_divisor(name, s, a.dtype());
+  const Device dev = a.device();
+  const auto fn = scalar_kernel<Op, Reversed>(name, dev);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_new(
-      e, name, a.shape(), dt, a.device(), {a.storage()},
+      e, name, a.shape(), dt, dev, {a.storage()},
       [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
       loc);
 }
 
-Tensor unary(const char* name, UnaryOp op, const Tensor& a, bool floating_only, Loc loc) {
+template <UnaryOp Op>
+[[gnu::always_inline]] inline Tensor unary(const char* name, const Tensor& a, bool floating_only, Loc loc) {
   Engine& e = engine_for(name, a);
   if (floating_only) check_floating(name, a.dtype());
-  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).unary[slot(op)]);
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).unary[slot(Op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_new(
-      e, name, a.shape(), dt, a.device(), {a.storage()},
+      e, name, a.shape(), dt, dev, {a.storage()},
       [fn, dt, n](const OpContext& ctx) { fn(dt, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); },
       loc);
 }
 
 // In place: a's storage is both read and written, so the engine orders the
 // op after every earlier reader and writer of a.
-void binary_inplace(const char* name, BinaryOp op, Tensor& a, const Tensor& b, Loc loc) {
+template <BinaryOp Op>
+[[gnu::always_inline]] inline void binary_inplace(const char* name, Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
-  const auto fn = kernel_for(name, a.device(), kernels::elementwise(a.device()).binary[slot(op)]);
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   push_into(
-      e, name, a.device(), {a.storage(), b.storage()}, {a.storage()},
+      e, name, dev, {a.storage(), b.storage()}, {a.storage()},
       [fn, dt, n](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
       },
       loc);
 }
 
-void scalar_inplace(const char* name, BinaryOp op, Tensor& a, double s, Loc loc) {
+template <BinaryOp Op>
+[[gnu::always_inline]] inline void scalar_inplace(const char* name, Tensor& a, double s, Loc loc) {
   Engine& e = engine_for(name, a);
   check_scalar_fits(name, s, a.dtype());
-  const auto fn = scalar_kernel(name, op, false, a.device());
+  const Device dev = a.device();
+  const auto fn = scalar_kernel<Op, false>(name, dev);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   push_into(
-      e, name, a.device(), {a.storage()}, {a.storage()},
+      e, name, dev, {a.storage()}, {a.storage()},
       [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
       loc);
 }
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, Loc loc) { return binary("add", BinaryOp::add, a, b, loc); }
-Tensor sub(const Tensor& a, const Tensor& b, Loc loc) { return binary("sub", BinaryOp::sub, a, b, loc); }
-Tensor mul(const Tensor& a, const Tensor& b, Loc loc) { return binary("mul", BinaryOp::mul, a, b, loc); }
-Tensor div(const Tensor& a, const Tensor& b, Loc loc) { return binary("div", BinaryOp::div, a, b, loc); }
-Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary("eq", BinaryOp::eq, a, b, loc); }
+Tensor add(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::add>("add", a, b, loc); }
+Tensor sub(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::sub>("sub", a, b, loc); }
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::mul>("mul", a, b, loc); }
+Tensor div(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::div>("div", a, b, loc); }
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::eq>("eq", a, b, loc); }
 
-Tensor add(const Tensor& a, double s, Loc loc) { return with_scalar("add", BinaryOp::add, false, a, s, loc); }
-Tensor sub(const Tensor& a, double s, Loc loc) { return with_scalar("sub", BinaryOp::sub, false, a, s, loc); }
-Tensor rsub(const Tensor& a, double s, Loc loc) { return with_scalar("rsub", BinaryOp::sub, true, a, s, loc); }
-Tensor mul(const Tensor& a, double s, Loc loc) { return with_scalar("mul", BinaryOp::mul, false, a, s, loc); }
-Tensor div(const Tensor& a, double s, Loc loc) { return with_scalar("div", BinaryOp::div, false, a, s, loc); }
-Tensor rdiv(const Tensor& a, double s, Loc loc) { return with_scalar("rdiv", BinaryOp::div, true, a, s, loc); }
+Tensor add(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::add, false>("add", a, s, loc); }
+Tensor sub(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::sub, false>("sub", a, s, loc); }
+Tensor rsub(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::sub, true>("rsub", a, s, loc); }
+Tensor mul(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::mul, false>("mul", a, s, loc); }
+Tensor div(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::div, false>("div", a, s, loc); }
+Tensor rdiv(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::div, true>("rdiv", a, s, loc); }
 
-Tensor neg(const Tensor& a, Loc loc) { return unary("neg", UnaryOp::neg, a, false, loc); }
-Tensor exp(const Tensor& a, Loc loc) { return unary("exp", UnaryOp::exp, a, true, loc); }
-Tensor log(const Tensor& a, Loc loc) { return unary("log", UnaryOp::log, a, true, loc); }
-Tensor relu(const Tensor& a, Loc loc) { return unary("relu", UnaryOp::relu, a, false, loc); }
+Tensor neg(const Tensor& a, Loc loc) { return unary<UnaryOp::neg>("neg", a, false, loc); }
+Tensor exp(const Tensor& a, Loc loc) { return unary<UnaryOp::exp>("exp", a, true, loc); }
+Tensor log(const Tensor& a, Loc loc) { return unary<UnaryOp::log>("log", a, true, loc); }
+Tensor relu(const Tensor& a, Loc loc) { return unary<UnaryOp::relu>("relu", a, false, loc); }
 
-void add_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace("add_", BinaryOp::add, a, b, loc); }
-void sub_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace("sub_", BinaryOp::sub, a, b, loc); }
-void mul_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace("mul_", BinaryOp::mul, a, b, loc); }
-void add_(Tensor& a, double s, Loc loc) { scalar_inplace("add_", BinaryOp::add, a, s, loc); }
-void mul_(Tensor& a, double s, Loc loc) { scalar_inplace("mul_", BinaryOp::mul, a, s, loc); }
+void add_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::add>("add_", a, b, loc); }
+void sub_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::sub>("sub_", a, b, loc); }
+void mul_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::mul>("mul_", a, b, loc); }
+void add_(Tensor& a, double s, Loc loc) { scalar_inplace<BinaryOp::add>("add_", a, s, loc); }
+void mul_(Tensor& a, double s, Loc loc) { scalar_inplace<BinaryOp::mul>("mul_", a, s, loc); }
 
 void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   const char* name = "copy_";

@@ -153,13 +153,18 @@ inline const Linalg& linalg(Device d) { return d.is_cuda() ? cuda_linalg : cpu_l
 inline const Nn& nn(Device d) { return d.is_cuda() ? cuda_nn : cpu_nn; }
 inline const Optim& optim(Device d) { return d.is_cuda() ? cuda_optim : cpu_optim; }
 
+/// Thrown by kernel_for; out of line and cold, so the check it guards
+/// costs a compare on the push path.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_no_kernel(const char* op, Device device) {
+  throw DeviceError(std::string(op) + ": no kernel for " + device.str() +
+                    ": tide was built without the CUDA backend");
+}
+
 /// `fn`, a table's entry for `device`, or a DeviceError naming `op` when the
 /// table has none (a CUDA device in a build without the CUDA backend).
 template <typename Fn>
 Fn kernel_for(const char* op, Device device, Fn fn) {
-  if (!fn)
-    throw DeviceError(std::string(op) + ": no kernel for " + device.str() +
-                      ": tide was built without the CUDA backend");
+  if (!fn) [[unlikely]] throw_no_kernel(op, device);
   return fn;
 }
 
