@@ -1,74 +1,44 @@
-// Elementwise ops: check on the frontend, then push one loop over the
-// contiguous elements (ops/src/cpu/elementwise_kernels.h), or on a CUDA
-// device one kernel launch (ops/src/cuda/elementwise_kernels.h). The checks
-// are shared; only the closure differs.
+// Elementwise ops: check on the frontend, then push one call of the kernel
+// that the device kind's table holds for the op (kernels.h; the functors are
+// in elementwise_functors.h, one per op for every device).
 #include <tide/ops/elementwise.h>
-#include <tide/ops/nn.h>
 #include <tide/core/copy.h>
 
-#include <cstring>
 #include <string>
-#include <type_traits>
 
-#include "cpu/elementwise_kernels.h"
+#include "kernels.h"
 #include "op_util.h"
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/elementwise_kernels.h"
-#endif
 
 namespace tide {
 
 namespace {
 
 using namespace detail;
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+using kernels::kernel_for;
 
-#ifdef TIDE_HAVE_CUDA
-/// The CUDA launcher's code for a CPU functor, so one template serves both.
-template <typename F>
-constexpr cuda_kernels::BinaryOp cuda_binary_op() {
-  if constexpr (std::is_same_v<F, cpu_kernels::Add>) return cuda_kernels::BinaryOp::add;
-  else if constexpr (std::is_same_v<F, cpu_kernels::Sub>) return cuda_kernels::BinaryOp::sub;
-  else if constexpr (std::is_same_v<F, cpu_kernels::Mul>) return cuda_kernels::BinaryOp::mul;
-  else if constexpr (std::is_same_v<F, cpu_kernels::Div>) return cuda_kernels::BinaryOp::div;
-  else if constexpr (std::is_same_v<F, cpu_kernels::Eq>) return cuda_kernels::BinaryOp::eq;
-  else static_assert(sizeof(F) == 0, "no CUDA kernel for this binary functor");
-}
+constexpr int slot(BinaryOp op) { return static_cast<int>(op); }
+constexpr int slot(UnaryOp op) { return static_cast<int>(op); }
 
-template <typename F>
-constexpr cuda_kernels::UnaryOp cuda_unary_op() {
-  if constexpr (std::is_same_v<F, cpu_kernels::Neg>) return cuda_kernels::UnaryOp::neg;
-  else if constexpr (std::is_same_v<F, cpu_kernels::Exp>) return cuda_kernels::UnaryOp::exp;
-  else if constexpr (std::is_same_v<F, cpu_kernels::Log>) return cuda_kernels::UnaryOp::log;
-  else if constexpr (std::is_same_v<F, cpu_kernels::Relu>) return cuda_kernels::UnaryOp::relu;
-  else static_assert(sizeof(F) == 0, "no CUDA kernel for this unary functor");
-}
-#endif
+// The op is a template argument and the helpers are forced inline, so each
+// public function is one straight push path with its table slot fixed.
 
-template <typename F>
-Tensor binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
+template <BinaryOp Op>
+[[gnu::always_inline]] inline Tensor binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
   const std::int64_t n = a.numel();
-#ifdef TIDE_HAVE_CUDA
-  if (a.device().is_cuda()) {
-    const DType dt = a.dtype();
-    return push_new(
-        e, name, a.shape(), dt, a.device(), {a.storage(), b.storage()},
-        [n, dt](const OpContext& ctx) {
-          cuda_kernels::launch_binary(cuda_binary_op<F>(), dt, ctx.in<void>(0), ctx.in<void>(1),
-                                      ctx.out<void>(0), n, ctx.native_stream);
-        },
-        loc);
-  }
-#endif
-  return dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    return push_new(
-        e, name, a.shape(), a.dtype(), a.device(), {a.storage(), b.storage()},
-        [n](const OpContext& ctx) { cpu_kernels::map2(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), n, F{}); },
-        loc);
-  });
+  const DType dt = a.dtype();
+  return push_new(
+      e, name, a.shape(), dt, dev, {a.storage(), b.storage()},
+      [fn, dt, n](const OpContext& ctx) {
+        fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
+      },
+      loc);
 }
 
 /// An i32 division by a scalar zero is known on the frontend: refuse it
@@ -79,140 +49,101 @@ void check_scalar_divisor(const char* name, double s, DType t) {
                      " truncates to 0 in i32)");
 }
 
-/// a op s (or s op a when Reversed), the scalar converted to a's dtype.
-template <typename F, bool Reversed>
-Tensor with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
-  Engine& e = engine_for(name, a);
-  check_scalar_fits(name, s, a.dtype());
-  if constexpr (std::is_same_v<F, cpu_kernels::Div> && !Reversed) check_scalar_divisor(name, s, a.dtype());
-  const std::int64_t n = a.numel();
-#ifdef TIDE_HAVE_CUDA
-  if (a.device().is_cuda()) {
-    const DType dt = a.dtype();
-    return push_new(
-        e, name, a.shape(), dt, a.device(), {a.storage()},
-        [n, dt, s](const OpContext& ctx) {
-          cuda_kernels::launch_scalar(cuda_binary_op<F>(), Reversed, dt, ctx.in<void>(0), s,
-                                      ctx.out<void>(0), n, ctx.native_stream);
-        },
-        loc);
-  }
-#endif
-  return dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    cpu_kernels::WithScalar<F, Reversed, T> f{static_cast<T>(s)};
-    return push_new(
-        e, name, a.shape(), a.dtype(), a.device(), {a.storage()},
-        [n, f](const OpContext& ctx) { cpu_kernels::map1(ctx.in<T>(0), ctx.out<T>(0), n, f); }, loc);
-  });
+/// The kernel computing a op s, or s op a when Reversed.
+template <BinaryOp Op, bool Reversed>
+kernels::ScalarFn scalar_kernel(const char* name, Device d) {
+  const kernels::Elementwise& t = kernels::elementwise(d);
+  return kernel_for(name, d, Reversed ? t.rscalar[slot(Op)] : t.scalar[slot(Op)]);
 }
 
-template <typename F>
-Tensor unary(const char* name, const Tensor& a, bool floating_only, Loc loc) {
+/// a op s (or s op a when Reversed), the scalar converted to a's dtype.
+template <BinaryOp Op, bool Reversed>
+[[gnu::always_inline]] inline Tensor with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
+  Engine& e = engine_for(name, a);
+  check_scalar_fits(name, s, a.dtype());
+  if constexpr (Op == BinaryOp::div && !Reversed) check_scalar_divisor(name, s, a.dtype());
+  const Device dev = a.device();
+  const auto fn = scalar_kernel<Op, Reversed>(name, dev);
+  const std::int64_t n = a.numel();
+  const DType dt = a.dtype();
+  return push_new(
+      e, name, a.shape(), dt, dev, {a.storage()},
+      [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
+      loc);
+}
+
+template <UnaryOp Op>
+[[gnu::always_inline]] inline Tensor unary(const char* name, const Tensor& a, bool floating_only, Loc loc) {
   Engine& e = engine_for(name, a);
   if (floating_only) check_floating(name, a.dtype());
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).unary[slot(Op)]);
   const std::int64_t n = a.numel();
-#ifdef TIDE_HAVE_CUDA
-  if (a.device().is_cuda()) {
-    const DType dt = a.dtype();
-    return push_new(
-        e, name, a.shape(), dt, a.device(), {a.storage()},
-        [n, dt](const OpContext& ctx) {
-          cuda_kernels::launch_unary(cuda_unary_op<F>(), dt, ctx.in<void>(0), ctx.out<void>(0), n,
-                                     ctx.native_stream);
-        },
-        loc);
-  }
-#endif
-  return dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    return push_new(
-        e, name, a.shape(), a.dtype(), a.device(), {a.storage()},
-        [n](const OpContext& ctx) { cpu_kernels::map1(ctx.in<T>(0), ctx.out<T>(0), n, F{}); }, loc);
-  });
+  const DType dt = a.dtype();
+  return push_new(
+      e, name, a.shape(), dt, dev, {a.storage()},
+      [fn, dt, n](const OpContext& ctx) { fn(dt, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); },
+      loc);
 }
 
 // In place: a's storage is both read and written, so the engine orders the
 // op after every earlier reader and writer of a.
-template <typename F>
-void binary_inplace(const char* name, Tensor& a, const Tensor& b, Loc loc) {
+template <BinaryOp Op>
+[[gnu::always_inline]] inline void binary_inplace(const char* name, Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
   const std::int64_t n = a.numel();
-#ifdef TIDE_HAVE_CUDA
-  if (a.device().is_cuda()) {
-    const DType dt = a.dtype();
-    push_into(
-        e, name, a.device(), {a.storage(), b.storage()}, {a.storage()},
-        [n, dt](const OpContext& ctx) {
-          cuda_kernels::launch_binary(cuda_binary_op<F>(), dt, ctx.in<void>(0), ctx.in<void>(1),
-                                      ctx.out<void>(0), n, ctx.native_stream);
-        },
-        loc);
-    return;
-  }
-#endif
-  dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    push_into(
-        e, name, a.device(), {a.storage(), b.storage()}, {a.storage()},
-        [n](const OpContext& ctx) { cpu_kernels::map2(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), n, F{}); },
-        loc);
-  });
+  const DType dt = a.dtype();
+  push_into(
+      e, name, dev, {a.storage(), b.storage()}, {a.storage()},
+      [fn, dt, n](const OpContext& ctx) {
+        fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
+      },
+      loc);
 }
 
-template <typename F>
-void scalar_inplace(const char* name, Tensor& a, double s, Loc loc) {
+template <BinaryOp Op>
+[[gnu::always_inline]] inline void scalar_inplace(const char* name, Tensor& a, double s, Loc loc) {
   Engine& e = engine_for(name, a);
   check_scalar_fits(name, s, a.dtype());
+  const Device dev = a.device();
+  const auto fn = scalar_kernel<Op, false>(name, dev);
   const std::int64_t n = a.numel();
-#ifdef TIDE_HAVE_CUDA
-  if (a.device().is_cuda()) {
-    const DType dt = a.dtype();
-    push_into(
-        e, name, a.device(), {a.storage()}, {a.storage()},
-        [n, dt, s](const OpContext& ctx) {
-          cuda_kernels::launch_scalar(cuda_binary_op<F>(), false, dt, ctx.in<void>(0), s,
-                                      ctx.out<void>(0), n, ctx.native_stream);
-        },
-        loc);
-    return;
-  }
-#endif
-  dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    cpu_kernels::WithScalar<F, false, T> f{static_cast<T>(s)};
-    push_into(
-        e, name, a.device(), {a.storage()}, {a.storage()},
-        [n, f](const OpContext& ctx) { cpu_kernels::map1(ctx.in<T>(0), ctx.out<T>(0), n, f); }, loc);
-  });
+  const DType dt = a.dtype();
+  push_into(
+      e, name, dev, {a.storage()}, {a.storage()},
+      [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
+      loc);
 }
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Add>("add", a, b, loc); }
-Tensor sub(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Sub>("sub", a, b, loc); }
-Tensor mul(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Mul>("mul", a, b, loc); }
-Tensor div(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Div>("div", a, b, loc); }
+Tensor add(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::add>("add", a, b, loc); }
+Tensor sub(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::sub>("sub", a, b, loc); }
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::mul>("mul", a, b, loc); }
+Tensor div(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::div>("div", a, b, loc); }
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::eq>("eq", a, b, loc); }
 
-Tensor add(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Add, false>("add", a, s, loc); }
-Tensor sub(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Sub, false>("sub", a, s, loc); }
-Tensor rsub(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Sub, true>("rsub", a, s, loc); }
-Tensor mul(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Mul, false>("mul", a, s, loc); }
-Tensor div(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Div, false>("div", a, s, loc); }
-Tensor rdiv(const Tensor& a, double s, Loc loc) { return with_scalar<cpu_kernels::Div, true>("rdiv", a, s, loc); }
+Tensor add(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::add, false>("add", a, s, loc); }
+Tensor sub(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::sub, false>("sub", a, s, loc); }
+Tensor rsub(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::sub, true>("rsub", a, s, loc); }
+Tensor mul(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::mul, false>("mul", a, s, loc); }
+Tensor div(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::div, false>("div", a, s, loc); }
+Tensor rdiv(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::div, true>("rdiv", a, s, loc); }
 
-Tensor neg(const Tensor& a, Loc loc) { return unary<cpu_kernels::Neg>("neg", a, false, loc); }
-Tensor exp(const Tensor& a, Loc loc) { return unary<cpu_kernels::Exp>("exp", a, true, loc); }
-Tensor log(const Tensor& a, Loc loc) { return unary<cpu_kernels::Log>("log", a, true, loc); }
-Tensor relu(const Tensor& a, Loc loc) { return unary<cpu_kernels::Relu>("relu", a, false, loc); }
+Tensor neg(const Tensor& a, Loc loc) { return unary<UnaryOp::neg>("neg", a, false, loc); }
+Tensor exp(const Tensor& a, Loc loc) { return unary<UnaryOp::exp>("exp", a, true, loc); }
+Tensor log(const Tensor& a, Loc loc) { return unary<UnaryOp::log>("log", a, true, loc); }
+Tensor relu(const Tensor& a, Loc loc) { return unary<UnaryOp::relu>("relu", a, false, loc); }
 
-void add_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<cpu_kernels::Add>("add_", a, b, loc); }
-void sub_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<cpu_kernels::Sub>("sub_", a, b, loc); }
-void mul_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<cpu_kernels::Mul>("mul_", a, b, loc); }
-void add_(Tensor& a, double s, Loc loc) { scalar_inplace<cpu_kernels::Add>("add_", a, s, loc); }
-void mul_(Tensor& a, double s, Loc loc) { scalar_inplace<cpu_kernels::Mul>("mul_", a, s, loc); }
+void add_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::add>("add_", a, b, loc); }
+void sub_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::sub>("sub_", a, b, loc); }
+void mul_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::mul>("mul_", a, b, loc); }
+void add_(Tensor& a, double s, Loc loc) { scalar_inplace<BinaryOp::add>("add_", a, s, loc); }
+void mul_(Tensor& a, double s, Loc loc) { scalar_inplace<BinaryOp::mul>("mul_", a, s, loc); }
 
 void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   const char* name = "copy_";
@@ -252,8 +183,5 @@ Tensor copy_to(const Tensor& src, Device device, Loc loc) {
   e.push(std::move(op));
   return out;
 }
-
-// Declared in nn.h: accuracy is sum(eq(argmax(logits, 1), labels)).
-Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary<cpu_kernels::Eq>("eq", a, b, loc); }
 
 }  // namespace tide

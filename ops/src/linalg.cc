@@ -1,17 +1,16 @@
-// matmul: on CPU devices f32/f64 through CBLAS (row-major gemm, transposes
-// passed through) and i32 by a plain loop, both in ops/src/cpu/gemm.h; on
-// CUDA devices through ops/src/cuda/blas.h. And the matmul precision setting.
+// matmul: the frontend checks, then the device kind's gemm (kernels.h): on
+// CPU devices f32/f64 through CBLAS (row-major gemm, transposes passed
+// through) and i32 by a plain loop, both in ops/src/cpu/gemm.h; on CUDA
+// devices through ops/src/cuda/blas.h. And the matmul precision setting.
 #include <tide/ops/linalg.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <string>
 
-#include "cpu/gemm.h"
+#include "gemm_precision.h"
+#include "kernels.h"
 #include "op_util.h"
-#ifdef TIDE_HAVE_CUDA
-#include "cuda/blas.h"
-#endif
 
 namespace tide {
 
@@ -79,26 +78,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Loc 
                      ", must equal op(b)'s rows, " + std::to_string(kb) + ")");
   check_same_dtype(name, a, b);
   const GemmDims d = gemm_dims(name, m, n, k, trans_a, trans_b);
-#ifdef TIDE_HAVE_CUDA
-  if (a.device().is_cuda()) {
-    const DType dt = a.dtype();
-    const MatmulPrecision p = dt == DType::f32 ? matmul_precision() : MatmulPrecision::exact;
-    return push_new(
-        e, name, Shape{m, n}, dt, a.device(), {a.storage(), b.storage()},
-        [d, dt, p](const OpContext& ctx) {
-          cuda_kernels::gemm(ctx.native_stream, dt, p, ctx.in<void>(0),
-                             ctx.in<void>(1), ctx.out<void>(0), d);
-        },
-        loc);
-  }
-#endif
-  return dispatch_dtype(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    return push_new(
-        e, name, Shape{m, n}, a.dtype(), a.device(), {a.storage(), b.storage()},
-        [d](const OpContext& ctx) { cpu_kernels::gemm(ctx.in<T>(0), ctx.in<T>(1), ctx.out<T>(0), d); },
-        loc);
-  });
+  const auto fn = kernels::kernel_for(name, a.device(), kernels::linalg(a.device()).gemm);
+  const DType dt = a.dtype();
+  const MatmulPrecision p = gemm_precision(dt);
+  return push_new(
+      e, name, Shape{m, n}, dt, a.device(), {a.storage(), b.storage()},
+      [fn, d, dt, p](const OpContext& ctx) {
+        fn(ctx.native_stream, dt, p, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), d);
+      },
+      loc);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, Loc loc) { return matmul(a, b, false, false, loc); }

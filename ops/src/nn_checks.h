@@ -1,4 +1,4 @@
-// The frontend checks of the nn ops (ops/src/nn.cc): arguments named in
+// The frontend checks of the nn and optimizer ops (ops/src/nn.cc, optim.cc): arguments named in
 // messages, extents, dtypes and optimizer options. Each throws before
 // anything is allocated or pushed.
 #pragma once

@@ -38,17 +38,6 @@ void expect_binary(const std::vector<T>& got, const std::vector<T>& a, const std
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(got[i], static_cast<T>(op(a[i], b[i]))) << i;
 }
 
-template <typename E, typename F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
-
 TEST_P(ElementwiseTest, TensorTensor) {
   for_each_dtype([&](auto tag) {
     using T = decltype(tag);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -68,6 +69,25 @@ std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = -1.0
     for (auto& x : v) x = dist(gen);
   }
   return v;
+}
+
+/// What `f` throws as an E (a test failure when it throws nothing).
+template <typename E, typename F>
+std::string message_of(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
+
+/// Calls f(float{}) and f(double{}).
+template <typename F>
+void for_each_floating(F f) {
+  f(float{});
+  f(double{});
 }
 
 /// Runs `misuse`, expects it to throw E, and expects no op to have been

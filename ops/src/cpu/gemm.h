@@ -12,12 +12,14 @@
 #include <type_traits>
 
 #include "../gemm_dims.h"
-#include "elementwise_kernels.h"
+#include "../elementwise_functors.h"
 
 namespace tide::cpu_kernels {
 
 using detail::GemmDims;
 using detail::gemm_dims;
+using functors::bits;
+using functors::wrap;
 
 inline void gemm_i32(const std::int32_t* a, const std::int32_t* b, std::int32_t* c, GemmDims d) {
   const std::size_t row_bytes = static_cast<std::size_t>(d.n) * sizeof(std::int32_t);

@@ -1,5 +1,5 @@
-// CPU kernels for the nn ops (ops/src/nn.cc): plain loops over contiguous
-// row-major arrays. Sums and the softmax run in double in index order and
+// CPU kernels for the nn ops (the CPU nn table, cpu/nn.cc): plain loops
+// over contiguous row-major arrays. Sums and the softmax run in double in index order and
 // round to T once per stored value, so results do not depend on threads or
 // vector widths.
 #pragma once
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include <tide/core/error.h>
-#include <tide/ops/nn.h>
 
 #include "gemm.h"
 
@@ -116,41 +115,6 @@ void argmax(const T* in, std::int32_t* out, std::int64_t outer, std::int64_t len
       }
       out[o * inner + j] = static_cast<std::int32_t>(best_k);
     }
-  }
-}
-
-/// Velocities are stored in T and the parameter moves by the stored value,
-/// as PyTorch's momentum buffer does; the arithmetic runs in double.
-template <typename T>
-void sgd_step(T* param, const T* grad, T* velocity, std::int64_t n, SgdOptions o) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double p = param[i];
-    const double g = grad[i] + o.weight_decay * p;
-    const T v = static_cast<T>(o.momentum * velocity[i] + g);
-    velocity[i] = v;
-    param[i] = static_cast<T>(p - o.lr * v);
-  }
-}
-
-/// Adam's per-step constants, computed once on the frontend.
-struct AdamCoefficients {
-  AdamOptions o;
-  double step_size = 0;              // lr / (1 - beta1^step)
-  double bias_correction2_sqrt = 0;  // sqrt(1 - beta2^step)
-};
-
-template <typename T>
-void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t n, AdamCoefficients c) {
-  const AdamOptions& o = c.o;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double p = param[i];
-    const double g = grad[i] + o.weight_decay * p;
-    const T mi = static_cast<T>(o.beta1 * m[i] + (1.0 - o.beta1) * g);
-    const T vi = static_cast<T>(o.beta2 * v[i] + (1.0 - o.beta2) * g * g);
-    m[i] = mi;
-    v[i] = vi;
-    const double denom = std::sqrt(static_cast<double>(vi)) / c.bias_correction2_sqrt + o.eps;
-    param[i] = static_cast<T>(p - c.step_size * (mi / denom));
   }
 }
 

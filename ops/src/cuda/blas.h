@@ -1,5 +1,5 @@
-// Matrix products on CUDA devices: the launcher that ops/src/linalg.cc and
-// ops/src/nn.cc call from a CUDA op's closure. Plain C++ (no CUDA headers),
+// Matrix products on CUDA devices: the CUDA linalg table's gemm, also the
+// first half of its linear (tables.cc). Plain C++ (no CUDA headers),
 // so g++ can compile its callers; defined in blas.cu.
 #pragma once
 

@@ -72,21 +72,11 @@ __global__ void random_kernel(T* out, std::int64_t n, std::uint64_t seed, std::u
   }
 }
 
-template <typename F>
-void dispatch(DType dtype, const char* name, F f) {
-  switch (dtype) {
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    case DType::i32: return f(std::int32_t{});
-  }
-  throw DTypeError(std::string(name) + ": unknown dtype");
-}
-
 }  // namespace
 
 void launch_fill(DType dtype, void* out, std::int64_t n, double value, void* stream) {
   if (n == 0) return;
-  dispatch(dtype, "launch_fill", [&](auto tag) {
+  dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     fill_kernel<T><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(out), n,
                                                                     static_cast<T>(value));
@@ -96,7 +86,7 @@ void launch_fill(DType dtype, void* out, std::int64_t n, double value, void* str
 
 void launch_arange(DType dtype, void* out, std::int64_t n, double start, double step, void* stream) {
   if (n == 0) return;
-  dispatch(dtype, "launch_arange", [&](auto tag) {
+  dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     arange_kernel<T><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(out), n,
                                                                       start, step);
@@ -107,7 +97,7 @@ void launch_arange(DType dtype, void* out, std::int64_t n, double start, double 
 void launch_random(RandomKind kind, DType dtype, void* out, std::int64_t n, std::uint64_t seed,
                    std::uint64_t offset, void* stream) {
   if (n == 0) return;
-  dispatch(dtype, "launch_random", [&](auto tag) {
+  dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       // Blocks touched: at most n / 4 + 2 (a partial block at each end).

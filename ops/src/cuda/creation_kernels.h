@@ -1,12 +1,14 @@
-// CUDA creation kernels behind plain C++ launchers (see
-// elementwise_kernels.h for the conventions: device pointers, work enqueued
-// on `stream`, n == 0 launches nothing, launch errors throw CudaError).
+// CUDA creation kernels behind plain C++ launchers, the entries of the CUDA
+// creation table (tables.cc): device pointers, work enqueued on `stream`,
+// n == 0 launches nothing, launch errors throw CudaError.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include <tide/core/dtype.h>
+
+#include "../kernels.h"
 
 namespace tide::cuda_kernels {
 
@@ -16,7 +18,7 @@ void launch_fill(DType dtype, void* out, std::int64_t n, double value, void* str
 /// out[i] = start + i * step, computed in double and converted once.
 void launch_arange(DType dtype, void* out, std::int64_t n, double start, double step, void* stream);
 
-enum class RandomKind { uniform, normal };
+using kernels::RandomKind;
 
 /// Element i is the value for counter position offset + i of the Philox
 /// scheme in ops/src/creation.cc, bit for bit (floating dtypes only).

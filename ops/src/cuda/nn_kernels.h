@@ -1,7 +1,8 @@
-// The nn kernels on CUDA devices (ops/src/nn.cc's CUDA closures): plain C++
-// launchers, defined in nn.cu. Each takes the op's stream (a cudaStream_t of
-// the current device) and device pointers, launches asynchronously, and
-// throws tide::CudaError when a launch or call fails. They compute what the
+// The nn and optimizer kernels on CUDA devices: plain C++ launchers,
+// defined in nn.cu, that fill the CUDA nn and optim tables (tables.cc).
+// Each takes the op's stream (a cudaStream_t of the current device) and
+// device pointers, launches asynchronously, and throws tide::CudaError when
+// a launch or call fails. They compute what the
 // CPU kernels in ops/src/cpu/nn_kernels.h compute, with the differences
 // noted here.
 #pragma once
@@ -9,6 +10,8 @@
 #include <cstdint>
 
 #include <tide/core/dtype.h>
+
+#include "../kernels.h"
 
 namespace tide::cuda_kernels {
 
@@ -54,12 +57,7 @@ void argmax(void* stream, DType dtype, const void* in, std::int32_t* out, std::i
 void sgd_step(void* stream, DType dtype, void* param, const void* grad, void* velocity,
               std::int64_t n, double lr, double momentum, double weight_decay);
 
-/// Adam's per-step scalars, computed on the frontend (see nn.cc).
-struct AdamScalars {
-  double beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
-  double step_size = 0;              // lr / (1 - beta1^step)
-  double bias_correction2_sqrt = 0;  // sqrt(1 - beta2^step)
-};
+using kernels::AdamScalars;
 
 /// Adam as the CPU's adam_step, in place, rounded like sgd_step.
 void adam_step(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,

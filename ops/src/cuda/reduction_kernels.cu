@@ -18,6 +18,7 @@
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
 
+#include "../reduce_functors.h"
 #include "grid_util.cuh"
 
 namespace tide::cuda_kernels {
@@ -26,28 +27,8 @@ namespace {
 
 enum class Mode { sum, mean, max };
 
-template <typename T>
-struct SumOp {
-  using Acc = std::conditional_t<std::is_same_v<T, std::int32_t>, std::int64_t, double>;
-  __device__ static Acc identity() { return Acc(0); }
-  __device__ static Acc combine(Acc a, Acc b) { return a + b; }
-};
-
-template <typename T>
-struct MaxOp {
-  using Acc = T;
-  /// Below or equal to every value, so an idle thread's partial never wins.
-  __device__ static T identity() {
-    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
-  }
-  /// The CPU's max_of: a NaN wins (v != v tests it without a libm call),
-  /// and a NaN already held stays, since nothing compares greater than it.
-  __device__ static T combine(T best, T v) {
-    if constexpr (std::is_floating_point_v<T>) return (v > best || v != v) ? v : best;
-    else return v > best ? v : best;
-  }
-};
+using functors::MaxOp;
+using functors::SumOp;
 
 template <typename T, Mode M>
 using OpOf = std::conditional_t<M == Mode::max, MaxOp<T>, SumOp<T>>;
@@ -57,9 +38,7 @@ using AccOf = typename OpOf<T, M>::Acc;
 /// The output value from an output's total, as the CPU converts it.
 template <typename T, Mode M>
 __device__ T finish(AccOf<T, M> acc, std::int64_t len) {
-  if constexpr (M == Mode::mean)
-    return static_cast<T>(static_cast<double>(acc) / static_cast<double>(len));
-  else return static_cast<T>(acc);
+  return functors::finish<T>(acc, len, M == Mode::mean);
 }
 
 /// Pass 1 on contiguous rows: one block per (row, chunk) task. Writes the
@@ -192,16 +171,16 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
 }
 
 template <typename T>
-void reduce_dtype(ReduceOp op, const void* in, void* out, std::int64_t outer, std::int64_t len,
+void reduce_dtype(kernels::ReduceOp op, const void* in, void* out, std::int64_t outer, std::int64_t len,
                   std::int64_t inner, cudaStream_t s) {
   const auto* ti = static_cast<const T*>(in);
   auto* to = static_cast<T*>(out);
   switch (op) {
-    case ReduceOp::sum: return reduce_t<T, Mode::sum>(ti, to, outer, len, inner, s);
-    case ReduceOp::max:
+    case kernels::ReduceOp::sum: return reduce_t<T, Mode::sum>(ti, to, outer, len, inner, s);
+    case kernels::ReduceOp::max:
       if (len == 0) throw ValueError("max: no elements to reduce");
       return reduce_t<T, Mode::max>(ti, to, outer, len, inner, s);
-    case ReduceOp::mean:
+    case kernels::ReduceOp::mean:
       if constexpr (std::is_floating_point_v<T>) return reduce_t<T, Mode::mean>(ti, to, outer, len, inner, s);
       else throw DTypeError("mean: needs a floating dtype (f32 or f64)");
   }
@@ -210,14 +189,11 @@ void reduce_dtype(ReduceOp op, const void* in, void* out, std::int64_t outer, st
 
 }  // namespace
 
-void launch_reduce(ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
+void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
                    std::int64_t len, std::int64_t inner, void* stream) {
-  switch (dtype) {
-    case DType::f32: return reduce_dtype<float>(op, in, out, outer, len, inner, as_stream(stream));
-    case DType::f64: return reduce_dtype<double>(op, in, out, outer, len, inner, as_stream(stream));
-    case DType::i32: return reduce_dtype<std::int32_t>(op, in, out, outer, len, inner, as_stream(stream));
-  }
-  throw DTypeError("launch_reduce: unknown dtype");
+  dispatch_dtype(dtype, [&](auto tag) {
+    reduce_dtype<decltype(tag)>(op, in, out, outer, len, inner, as_stream(stream));
+  });
 }
 
 }  // namespace tide::cuda_kernels

@@ -1,5 +1,5 @@
-// CUDA reductions behind a plain C++ launcher (conventions as in
-// elementwise_kernels.h). The input is viewed as [outer, len, inner], the
+// CUDA reductions behind a plain C++ launcher, the CUDA reduction table's
+// entry (tables.cc; conventions as in kernels.h). The input is viewed as [outer, len, inner], the
 // output as [outer, inner], as in ops/src/reduction.cc.
 #pragma once
 
@@ -7,9 +7,9 @@
 
 #include <tide/core/dtype.h>
 
-namespace tide::cuda_kernels {
+#include "../kernels.h"
 
-enum class ReduceOp { sum, mean, max };
+namespace tide::cuda_kernels {
 
 /// sum and mean accumulate in double (f32, f64) or int64 (i32) and convert
 /// once at the end, like the CPU; the order is a fixed tree that depends
@@ -20,7 +20,7 @@ enum class ReduceOp { sum, mean, max };
 /// caller checks); a NaN anywhere along the axis makes its result NaN.
 /// Scratch memory, when needed, is taken with cudaMallocAsync on `stream`
 /// and freed on it.
-void launch_reduce(ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
+void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
                    std::int64_t len, std::int64_t inner, void* stream);
 
 }  // namespace tide::cuda_kernels

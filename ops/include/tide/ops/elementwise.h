@@ -18,6 +18,9 @@ Tensor add(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor sub(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor mul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor div(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+/// 1 where a == b, else 0, in a's dtype; NaN equals nothing. Accuracy is
+/// sum(eq(argmax(logits, 1), labels)) (argmax: <tide/ops/nn.h>).
+Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 
 Tensor add(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor sub(const Tensor& a, double s, Loc loc = Loc::current());  // a - s

@@ -1,6 +1,8 @@
 // The pieces of a small multilayer-perceptron trainer: a fully connected
 // layer with its backward split in three, the ReLU backward, softmax
-// cross-entropy, argmax and eq for accuracy, and in-place SGD and Adam.
+// cross-entropy and argmax (with eq, <tide/ops/elementwise.h>, for
+// accuracy). The optimizers, SGD and Adam, are in <tide/ops/optim.h>, which
+// this header includes.
 //
 // Like every op, each function checks its arguments on the frontend (a
 // ShapeError, DTypeError, DeviceError, UndefinedTensorError or ValueError
@@ -33,6 +35,8 @@
 #include <cstdint>
 
 #include <tide/ops/creation.h>
+#include <tide/ops/elementwise.h>
+#include <tide/ops/optim.h>
 
 namespace tide {
 
@@ -94,48 +98,5 @@ Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels,
 /// NaN if there is one (as max() lets a NaN win). Any dtype; the axis must
 /// have at least one element (ValueError otherwise).
 Tensor argmax(const Tensor& a, int axis, Loc loc = Loc::current());
-
-/// 1 where a == b, else 0, in a's dtype. Same shape, dtype (any) and device,
-/// as for add. NaN equals nothing.
-Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-
-// ---------------------------------------------------------------------------
-// Optimizers: one op each, updating the parameter and its state in place
-// (so they order after every earlier reader and writer of those tensors).
-// The state tensors must have the parameter's shape, dtype and device, must
-// be distinct from the parameter and each other, and must start at zeros.
-// Option values are checked on the frontend (ValueError).
-
-/// torch.optim.SGD (dampening 0, no Nesterov). Options must be finite and
-/// non-negative.
-struct SgdOptions {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double weight_decay = 0.0;
-};
-
-/// Per element: g' = grad + weight_decay * param; velocity = momentum *
-/// velocity + g'; param -= lr * velocity. With momentum 0, velocity is just
-/// g' (still written, so it may be inspected).
-void sgd_step_(Tensor& param, const Tensor& grad, Tensor& velocity, const SgdOptions& options,
-               Loc loc = Loc::current());
-
-/// torch.optim.Adam (not AMSGrad). lr >= 0, beta1 and beta2 in [0, 1),
-/// eps > 0, weight_decay >= 0 (L2 added to the gradient, not AdamW's
-/// decoupled decay).
-struct AdamOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-};
-
-/// Step `step` (counting from 1) of Adam, per element: g' = grad +
-/// weight_decay * param; m = beta1 m + (1 - beta1) g'; v = beta2 v +
-/// (1 - beta2) g'^2; param -= lr * mhat / (sqrt(vhat) + eps), where mhat =
-/// m / (1 - beta1^step) and sqrt(vhat) = sqrt(v) / sqrt(1 - beta2^step).
-void adam_step_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, std::int64_t step,
-                const AdamOptions& options, Loc loc = Loc::current());
 
 }  // namespace tide

@@ -1,0 +1,66 @@
+// Builds a device kind's elementwise table (kernels.h) from the op lists and
+// the functors of elementwise_functors.h. A backend supplies only its two
+// loops, as static members of `Maps`:
+//
+//   template <typename T, typename F>
+//   static void map1(const void* a, void* out, std::int64_t n, F f, void* stream);
+//   template <typename T, typename F>
+//   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream);
+//
+// (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T), and
+// the same table-building code serves the CPU and CUDA.
+#pragma once
+
+#include <cstdint>
+
+#include "elementwise_functors.h"
+#include "kernels.h"
+
+namespace tide::kernels {
+
+template <typename Maps>
+struct ElementwiseTable {
+  template <typename F>
+  static void binary(DType dtype, const void* a, const void* b, void* out, std::int64_t n, void* stream) {
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      Maps::template map2<T>(a, b, out, n, F{}, stream);
+    });
+  }
+
+  /// The scalar is converted to T here, on the host (static_cast, i32
+  /// truncating toward zero), for every device.
+  template <typename F, bool Reversed>
+  static void scalar(DType dtype, const void* a, double s, void* out, std::int64_t n, void* stream) {
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      Maps::template map1<T>(a, out, n, functors::WithScalar<F, Reversed, T>{static_cast<T>(s)}, stream);
+    });
+  }
+
+  template <typename F>
+  static void unary(DType dtype, const void* a, void* out, std::int64_t n, void* stream) {
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (functors::kIsI32<T> && F::kFloatingOnly)
+        throw DTypeError("exp and log need a floating dtype (f32 or f64)");
+      else Maps::template map1<T>(a, out, n, F{}, stream);
+    });
+  }
+
+  static constexpr Elementwise make() {
+    Elementwise t;
+#define TIDE_FILL_BINARY(name, F)                                          \
+  t.binary[static_cast<int>(BinaryOp::name)] = &binary<functors::F>;        \
+  t.scalar[static_cast<int>(BinaryOp::name)] = &scalar<functors::F, false>; \
+  t.rscalar[static_cast<int>(BinaryOp::name)] = &scalar<functors::F, true>;
+#define TIDE_FILL_UNARY(name, F) t.unary[static_cast<int>(UnaryOp::name)] = &unary<functors::F>;
+    TIDE_BINARY_OPS(TIDE_FILL_BINARY)
+    TIDE_UNARY_OPS(TIDE_FILL_UNARY)
+#undef TIDE_FILL_BINARY
+#undef TIDE_FILL_UNARY
+    return t;
+  }
+};
+
+}  // namespace tide::kernels

@@ -1,0 +1,171 @@
+// The kernel tables: what an op's frontend (ops/src/*.cc) calls from the
+// closure it pushes. Each op family has one struct of function pointers, and
+// each device kind one instance of it: the CPU tables are filled in
+// ops/src/cpu/, the CUDA tables in ops/src/cuda/ or, in a build without
+// CUDA, left empty by ops/src/no_gpu/ (ops/CMakeLists.txt picks which). So a
+// frontend is written once: it checks, allocates, takes the kernel for its
+// tensors' device kind (kernel_for throws when there is none) and pushes.
+//
+// Every kernel takes device pointers (host pointers on a CPU device) to
+// contiguous row-major elements of `dtype`, and `stream`, the op's native
+// stream (a cudaStream_t on CUDA devices, null on CPU). A CPU kernel does the
+// work; a CUDA kernel enqueues it on `stream` and returns. Kernels may throw:
+// the engine records the error as the op's failure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <tide/core/device.h>
+#include <tide/core/dtype.h>
+#include <tide/core/error.h>
+#include <tide/ops/matmul_precision.h>
+
+#include "gemm_dims.h"
+
+namespace tide::kernels {
+
+// ---------------------------------------------------------------------------
+// Elementwise. The op lists name each op and its functor
+// (elementwise_functors.h); elementwise_table.h builds each device kind's
+// table from them.
+
+#define TIDE_BINARY_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(eq, Eq)
+#define TIDE_UNARY_OPS(X) X(neg, Neg) X(exp, Exp) X(log, Log) X(relu, Relu)
+
+#define TIDE_OP_ENUMERATOR(name, functor) name,
+enum class BinaryOp { TIDE_BINARY_OPS(TIDE_OP_ENUMERATOR) count };
+enum class UnaryOp { TIDE_UNARY_OPS(TIDE_OP_ENUMERATOR) count };
+#undef TIDE_OP_ENUMERATOR
+
+constexpr int kBinaryOps = static_cast<int>(BinaryOp::count);
+constexpr int kUnaryOps = static_cast<int>(UnaryOp::count);
+
+/// out[i] = a[i] op b[i]; `out` may alias `a` or `b` (in-place ops).
+using BinaryFn = void (*)(DType dtype, const void* a, const void* b, void* out, std::int64_t n,
+                          void* stream);
+/// out[i] = a[i] op s (or s op a[i]), s converted to `dtype` first
+/// (static_cast: i32 truncates toward zero); `out` may alias `a`.
+using ScalarFn = void (*)(DType dtype, const void* a, double s, void* out, std::int64_t n,
+                          void* stream);
+/// out[i] = op(a[i]); `out` may alias `a`.
+using UnaryFn = void (*)(DType dtype, const void* a, void* out, std::int64_t n, void* stream);
+
+struct Elementwise {
+  BinaryFn binary[kBinaryOps] = {};
+  ScalarFn scalar[kBinaryOps] = {};    // a op s
+  ScalarFn rscalar[kBinaryOps] = {};   // s op a
+  UnaryFn unary[kUnaryOps] = {};
+};
+
+// ---------------------------------------------------------------------------
+// Creation.
+
+enum class RandomKind { uniform, normal };
+
+struct Creation {
+  /// out[i] = value converted to dtype.
+  void (*fill)(DType dtype, void* out, std::int64_t n, double value, void* stream) = nullptr;
+  /// out[i] = start + i * step, computed in double and converted once.
+  void (*arange)(DType dtype, void* out, std::int64_t n, double start, double step,
+                 void* stream) = nullptr;
+  /// Element i is the value of Philox counter position offset + i (see
+  /// creation.cc); floating dtypes only.
+  void (*random)(RandomKind kind, DType dtype, void* out, std::int64_t n, std::uint64_t seed,
+                 std::uint64_t offset, void* stream) = nullptr;
+  /// Copies `nbytes` of host memory to `dst` on the device.
+  void (*from_host)(void* dst, const void* src, std::size_t nbytes, void* stream) = nullptr;
+};
+
+// ---------------------------------------------------------------------------
+// Reductions over a tensor viewed as [outer, len, inner] into [outer, inner].
+
+enum class ReduceOp { sum, mean, max };
+
+struct Reduction {
+  void (*reduce)(ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
+                 std::int64_t len, std::int64_t inner, void* stream) = nullptr;
+};
+
+// ---------------------------------------------------------------------------
+// Matrix products: c[m, n] = op(a) op(b). `precision` matters for f32 on
+// CUDA only.
+
+struct Linalg {
+  void (*gemm)(void* stream, DType dtype, MatmulPrecision precision, const void* a, const void* b,
+               void* c, const detail::GemmDims& d) = nullptr;
+};
+
+// ---------------------------------------------------------------------------
+// The nn layers (see nn.h for what each computes).
+
+struct Nn {
+  /// y = x w^T + b, d the gemm's dims (trans_b set).
+  void (*linear)(void* stream, DType dtype, MatmulPrecision precision, const void* x,
+                 const void* w, const void* b, void* y, const detail::GemmDims& d) = nullptr;
+  /// out[j] = the sum over r of in[r, j].
+  void (*column_sums)(void* stream, DType dtype, const void* in, void* out, std::int64_t rows,
+                      std::int64_t cols) = nullptr;
+  void (*relu_backward)(void* stream, DType dtype, const void* dy, const void* x, void* dx,
+                        std::int64_t n) = nullptr;
+  void (*softmax_cross_entropy)(void* stream, DType dtype, const void* logits,
+                                const std::int32_t* labels, void* loss, void* probs,
+                                std::int64_t rows, std::int64_t classes) = nullptr;
+  void (*softmax_cross_entropy_backward)(void* stream, DType dtype, const void* probs,
+                                         const std::int32_t* labels, void* dlogits,
+                                         std::int64_t rows, std::int64_t classes) = nullptr;
+  void (*argmax)(void* stream, DType dtype, const void* in, std::int32_t* out, std::int64_t outer,
+                 std::int64_t len, std::int64_t inner) = nullptr;
+};
+
+// ---------------------------------------------------------------------------
+// Optimizers, in place.
+
+/// Adam's per-step scalars, computed on the frontend (see optim.cc).
+struct AdamScalars {
+  double beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
+  double step_size = 0;              // lr / (1 - beta1^step)
+  double bias_correction2_sqrt = 0;  // sqrt(1 - beta2^step)
+};
+
+struct Optim {
+  void (*sgd)(void* stream, DType dtype, void* param, const void* grad, void* velocity,
+              std::int64_t n, double lr, double momentum, double weight_decay) = nullptr;
+  void (*adam)(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,
+               std::int64_t n, const AdamScalars& s) = nullptr;
+};
+
+// ---------------------------------------------------------------------------
+// The tables, one per family and device kind.
+
+extern const Elementwise cpu_elementwise, cuda_elementwise;
+extern const Creation cpu_creation, cuda_creation;
+extern const Reduction cpu_reduction, cuda_reduction;
+extern const Linalg cpu_linalg, cuda_linalg;
+extern const Nn cpu_nn, cuda_nn;
+extern const Optim cpu_optim, cuda_optim;
+
+inline const Elementwise& elementwise(Device d) { return d.is_cuda() ? cuda_elementwise : cpu_elementwise; }
+inline const Creation& creation(Device d) { return d.is_cuda() ? cuda_creation : cpu_creation; }
+inline const Reduction& reduction(Device d) { return d.is_cuda() ? cuda_reduction : cpu_reduction; }
+inline const Linalg& linalg(Device d) { return d.is_cuda() ? cuda_linalg : cpu_linalg; }
+inline const Nn& nn(Device d) { return d.is_cuda() ? cuda_nn : cpu_nn; }
+inline const Optim& optim(Device d) { return d.is_cuda() ? cuda_optim : cpu_optim; }
+
+/// Thrown by kernel_for; out of line and cold, so the check it guards
+/// costs a compare on the push path.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_no_kernel(const char* op, Device device) {
+  throw DeviceError(std::string(op) + ": no kernel for " + device.str() +
+                    ": tide was built without the CUDA backend");
+}
+
+/// `fn`, a table's entry for `device`, or a DeviceError naming `op` when the
+/// table has none (a CUDA device in a build without the CUDA backend).
+template <typename Fn>
+Fn kernel_for(const char* op, Device device, Fn fn) {
+  if (!fn) [[unlikely]] throw_no_kernel(op, device);
+  return fn;
+}
+
+}  // namespace tide::kernels
