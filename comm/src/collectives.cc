@@ -69,6 +69,9 @@ DeviceCollective device_collective(Communicator::Impl& impl, const char* name, C
 }
 
 void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
+  const int v = static_cast<int>(op);
+  if (v < static_cast<int>(ReduceOp::sum) || v > static_cast<int>(ReduceOp::min))
+    throw ValueError(std::string(name) + ": ReduceOp " + std::to_string(v) + " is not one of sum, avg, max, min");
   if (op == ReduceOp::avg && !is_floating(t.dtype()))
     throw DTypeError(std::string(name) + ": avg needs a floating dtype, got " + dtype_name(t.dtype()));
 }
@@ -120,6 +123,7 @@ Tensor copy_on_comm_stream(const Tensor& t, const char* name, Loc loc) {
 }  // namespace
 
 void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
+  live("all_reduce_");
   if (on_gpu(t)) {
     check_reduce("all_reduce_", t, op);
     detail::push_device_collective(
@@ -141,6 +145,7 @@ void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
 }
 
 Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
+  live("all_reduce");
   if (on_gpu(t)) {
     check_reduce("all_reduce", t, op);
     auto c = device_collective(*impl_, "all_reduce", CollectiveKind::all_reduce, t, static_cast<int>(op), -1);
@@ -162,6 +167,7 @@ void check_root(const Communicator::Impl& impl, int root) {
 }  // namespace
 
 void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
+  live("broadcast_");
   if (on_gpu(t)) {
     check_root(*impl_, root);
     detail::push_device_collective(
@@ -186,6 +192,7 @@ void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
 }
 
 Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
+  live("broadcast");
   if (on_gpu(t)) {
     check_root(*impl_, root);
     auto c = device_collective(*impl_, "broadcast", CollectiveKind::broadcast, t, -1, root);
@@ -199,6 +206,7 @@ Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
 }
 
 Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
+  live("all_gather");
   if (!t.defined()) throw UndefinedTensorError("all_gather: use of an undefined tensor");
   Shape shape;
   shape.push_back(impl_->mpi.size);
@@ -230,6 +238,7 @@ Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
 }
 
 Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
+  live("reduce_scatter");
   if (!t.defined()) throw UndefinedTensorError("reduce_scatter: use of an undefined tensor");
   check_reduce("reduce_scatter", t, op);
   const int size = impl_->mpi.size;
@@ -270,6 +279,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
 }
 
 void Communicator::barrier(Loc loc) {
+  live("barrier");
   Engine& e = current_engine();
   auto token = e.allocate(cpu(0), 1);
   push_host_collective(impl_, e, "barrier", impl_->begin(CollectiveKind::barrier), {}, {token}, loc,

@@ -60,11 +60,15 @@ struct Communicator::Impl {
   /// sequence number; its signature goes to the desync check.
   detail::CollectiveId begin(detail::CollectiveKind kind, std::int64_t count = -1, DType dtype = DType::f32,
                              int op = -1, int root = -1, int devices = 0) {
-    // MPI counts are ints: refused here, before anything is numbered or pushed.
-    if (mpi.active && count > std::numeric_limits<int>::max())
-      throw ValueError(std::string(detail::collective_kind_name(kind)) + ": " + std::to_string(count) + " x " +
-                       dtype_name(dtype) + " is more than MPI's largest count (" +
-                       std::to_string(std::numeric_limits<int>::max()) + " elements per rank); split the tensor");
+    // MPI counts are ints: refused here, before anything is numbered or
+    // pushed. reduce_scatter passes MPI its per-rank block, count / size.
+    const std::int64_t mpi_count =
+        kind == detail::CollectiveKind::reduce_scatter && mpi.size > 0 ? count / mpi.size : count;
+    if (mpi.active && mpi_count > std::numeric_limits<int>::max())
+      throw ValueError(std::string(detail::collective_kind_name(kind)) + ": " + std::to_string(mpi_count) + " x " +
+                       dtype_name(dtype) + (mpi_count == count ? "" : " per rank") +
+                       " is more than MPI's largest count (" + std::to_string(std::numeric_limits<int>::max()) +
+                       " elements per rank); split the tensor");
     detail::CollectiveId id;
     id.kind = kind;
     id.seq = next_seq++;

@@ -15,6 +15,23 @@ using detail::CollectiveKind;
 Communicator::Communicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Communicator::~Communicator() {
+  if (impl_) release();
+}
+
+void Communicator::retire() {
+  if (!impl_) return;
+  release();
+  impl_.reset();
+}
+
+const std::shared_ptr<Communicator::Impl>& Communicator::live(const char* name) const {
+  if (!impl_)
+    throw UsageError(std::string("Communicator::") + name +
+                     ": this communicator belonged to a Runtime that has been destroyed");
+  return impl_;
+}
+
+void Communicator::release() {
   // A group's MPI communicator is freed by an op on the comm stream, after
   // the group's queued collectives and without racing the comm thread's MPI
   // calls. The world's is freed by ~Impl: the Runtime drops it only after
@@ -80,16 +97,17 @@ std::shared_ptr<Communicator> Communicator::mpi_world(const CommOptions& o) {
   return std::shared_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
-int Communicator::rank() const { return impl_->mpi.rank; }
-int Communicator::size() const { return impl_->mpi.size; }
-bool Communicator::uses_mpi() const { return impl_->mpi.active; }
-bool Communicator::broken() const { return impl_->is_broken(); }
-std::string Communicator::failure() const { return impl_->failure(); }
+int Communicator::rank() const { return live("rank")->mpi.rank; }
+int Communicator::size() const { return live("size")->mpi.size; }
+bool Communicator::uses_mpi() const { return live("uses_mpi")->mpi.active; }
+bool Communicator::broken() const { return live("broken")->is_broken(); }
+std::string Communicator::failure() const { return live("failure")->failure(); }
 bool Communicator::nccl_built() { return detail::nccl_built(); }
 
 // ---- Desync check ------------------------------------------------------------
 
 void Communicator::check_sync(Loc loc) {
+  live("check_sync");
   if (!impl_->checks.enabled()) return;
   const auto posted = impl_->checks.post(impl_->next_seq, impl_->next_device_seq);
   if (!posted) return;
@@ -100,16 +118,18 @@ void Communicator::check_sync(Loc loc) {
 }
 
 void Communicator::finish_checks(Loc loc) {
+  live("finish_checks");
   if (!impl_->checks.enabled() || !impl_->checks.posted_any()) return;
   detail::push_on_comm_stream(current_engine(), cpu(0), "desync_check_finish", {}, {}, loc,
                               [impl = impl_](const OpContext&) { impl->checks.finish(); });
 }
 
-bool Communicator::desync_check() const { return impl_->checks.enabled(); }
+bool Communicator::desync_check() const { return live("desync_check")->checks.enabled(); }
 
 // ---- Sub-groups ------------------------------------------------------------
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key, Loc loc) {
+  live("split");
   if (color < 0)
     throw ValueError("split: color " + std::to_string(color) + " must be >= 0 (every rank joins some group)");
   if (!impl_->mpi.active) return local(impl_->options);

@@ -85,6 +85,7 @@ Engine& check_per_device(const std::vector<Tensor>& ts, ReduceOp op) {
 }  // namespace
 
 void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc loc) {
+  live("all_reduce_");
   Engine& e = check_per_device(per_device, op);
   if (per_device.size() == 1) {
     all_reduce_(per_device[0], op, loc);

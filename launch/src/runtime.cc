@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include <tide/comm/mpi_check.h>
 
@@ -225,7 +228,16 @@ Runtime::~Runtime() {
   // steps, a peer that never joined) leaves a request MPI_Finalize would
   // wait for.
   if (owns_mpi_ && world_->broken()) abort_job(world_->rank(), "a collective failed: " + world_->failure());
-  world_.reset();
+  // The world object outlives its Runtime, retired: a `Communicator&` kept
+  // from world() then throws UsageError instead of using freed memory (one
+  // small object per Runtime, never freed).
+  world_->retire();
+  {
+    static std::mutex m;
+    static auto* retired = new std::vector<std::shared_ptr<Communicator>>();
+    std::lock_guard<std::mutex> lock(m);
+    retired->push_back(std::move(world_));
+  }
   if (owns_mpi_) {
     std::set_terminate(previous_terminate_);
     ending_job();  // no more collectives: a SIGTERM from here on needs no report

@@ -37,6 +37,8 @@ TEST(Collectives, AvgNeedsAFloatingDtypeAndNothingIsEnqueued) {
   auto pushed = rt().stats().ops_pushed;
   EXPECT_THROW(world().all_reduce_(t, ReduceOp::avg), DTypeError);
   EXPECT_THROW(world().broadcast_(t, world().size()), ValueError);
+  EXPECT_THROW(world().all_reduce_(t, static_cast<ReduceOp>(9)), ValueError);
+  EXPECT_THROW((void)world().all_reduce(t, static_cast<ReduceOp>(-1)), ValueError);
   if (world().size() > 1) {
     EXPECT_THROW(world().reduce_scatter(uneven, ReduceOp::sum), ShapeError);
   }

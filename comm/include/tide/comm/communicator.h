@@ -158,10 +158,20 @@ class Communicator {
   /// Whether check_sync() does anything here.
   bool desync_check() const;
 
+  /// Ends this communicator's life as the destructor would, but leaves the
+  /// object in place: every later call throws tide::UsageError. The
+  /// Runtime does this to its world when it ends, so that a
+  /// `Communicator&` kept from Runtime::world() fails clearly instead of
+  /// pointing at freed memory.
+  void retire();
+
   struct Impl;
 
  private:
   explicit Communicator(std::shared_ptr<Impl> impl);
+  /// impl_, or tide::UsageError naming `name` once retired.
+  const std::shared_ptr<Impl>& live(const char* name) const;
+  void release();
   std::shared_ptr<Impl> impl_;
 };
 

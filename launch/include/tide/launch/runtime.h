@@ -58,6 +58,8 @@ class Runtime {
   static std::unique_ptr<Runtime> init(int& argc, char** argv);
 
   Engine& engine() { return *engine_; }
+  /// The world communicator. The reference stays valid after the Runtime
+  /// is destroyed; every call through it then throws tide::UsageError.
   Communicator& world() { return *world_; }
   int rank() const { return world_->rank(); }
   int size() const { return world_->size(); }
