@@ -29,6 +29,7 @@ extern "C" void openblas_set_num_threads(int);  // OpenBLAS, the BLAS tide build
 namespace {
 
 using tide::examples::JsonWriter;
+using tide::examples::at_least;
 using tide::examples::number_above;
 using namespace tide::train;
 
@@ -122,32 +123,32 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   std::string hidden = "512,512";
   app.add_option("--hidden", hidden, "hidden layer widths, comma-separated")->capture_default_str();
-  app.add_option("--batch", c.batch, "rows per rank per step")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--batch", c.batch, "rows per rank per step")->capture_default_str()->check(at_least(1));
+  app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(at_least(1));
   app.add_option("--max-steps", c.max_steps, "stop after this many global steps (0: all epochs)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(at_least(0));
   app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(number_above(0, true));
   app.add_option("--optimizer", c.optimizer, "sgd (with momentum) or adam")
       ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
   app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(number_above(0, false));
   app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: unbounded)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(at_least(0));
+  app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(at_least(1));
   app.add_option("--checkpoint", c.checkpoint_dir, "directory for checkpoints (rank 0 writes)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: every epoch)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(at_least(0));
   app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint, if there is one");
   app.add_flag("--overwrite", c.overwrite,
                "start over even though --checkpoint holds a checkpoint, replacing it at the first write "
                "(without --resume or --overwrite, an existing checkpoint stops the run)");
   app.add_option("--dtype", dtype, "f32 or f64")->capture_default_str()->check(CLI::IsMember({"f32", "f64"}));
   app.add_option("--seed", c.seed, "weights and data order")->capture_default_str();
-  app.add_option("--train-rows", train_rows, "generated task: training rows")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--test-rows", test_rows, "generated task: held-out rows")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--features", features, "generated task: input width")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--train-rows", train_rows, "generated task: training rows")->capture_default_str()->check(at_least(1));
+  app.add_option("--test-rows", test_rows, "generated task: held-out rows")->capture_default_str()->check(at_least(0));
+  app.add_option("--features", features, "generated task: input width")->capture_default_str()->check(at_least(1));
   app.add_option("--classes", classes, "generated task: classes")->capture_default_str()->check(CLI::Range(2, 1000));
-  app.add_option("--blas-threads", blas_threads, "OpenBLAS threads per rank")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--blas-threads", blas_threads, "OpenBLAS threads per rank")->capture_default_str()->check(at_least(1));
   app.add_option("--progress", progress_mode,
                  "lines, redraw (one line rewritten in place), or auto: redraw on a terminal, "
                  "lines otherwise and under mpirun (which hands ranks a terminal of its own)")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "checkpoint_checks.h"
 #include "run.h"
 
 namespace tide::train {
@@ -65,6 +66,11 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   if (run.trace) measure_overlap(run.e, backward_ranges, warm, res);
   res.test_accuracy = test_accuracy(run, batch);
   for (const Tensor& p : run.model.params) res.params.push_back(p.to_vector<double>());
+  // Every rank holds the same parameters, so every rank stops here alike: a
+  // run whose model ended non-finite did not succeed.
+  if (const std::string nan = first_non_finite(res.params, run.names); !nan.empty())
+    throw std::runtime_error("training diverged: after step " + std::to_string(run.total) + " there is " + nan +
+                             " (a smaller --lr may help)");
   return res;
 }
 

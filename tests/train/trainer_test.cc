@@ -257,6 +257,14 @@ TEST(Checkpoints, ADivergedRunKeepsTheLastGoodOne) {
   EXPECT_EQ(first_non_finite(kept->tensors, {}), "");
 }
 
+TEST(Trainer, ADivergedRunWithoutCheckpointsFails) {
+  TrainConfig wild = small_config();
+  wild.max_steps = 6;
+  wild.lr = 1e30;
+  const std::string why = error_of([&] { run_training(world(), task(), wild); });
+  EXPECT_NE(why.find("training diverged: after step 6 there is "), std::string::npos) << why;
+}
+
 TEST(Checkpoints, EveryFieldReadBackIsChecked) {
   SharedDir dir;
   TrainConfig c = small_config();
