@@ -149,6 +149,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key, Loc loc) {
         detail::MpiGroup& mpi = group->mpi;
         if (int rc = MPI_Comm_split(parent.comm, color, key, &mpi.comm); rc != MPI_SUCCESS)
           parent.mpi_failed(rc, "MPI_Comm_split", what);
+        parent.rethrow_held();  // a failure found while arriving, once the peers have their split
         TIDE_MPI_CHECK(MPI_Comm_rank(mpi.comm, &mpi.rank));
         TIDE_MPI_CHECK(MPI_Comm_size(mpi.comm, &mpi.size));
         mpi.world_rank = parent.world_rank;

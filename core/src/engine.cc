@@ -211,7 +211,7 @@ void Engine::rethrow_device_failure(Device d) {
 
 void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
                      std::uint64_t push_index, void* native_stream, bool cancelled,
-                     const char* skip_reason) {
+                     const char* skip_reason, const std::vector<TraceWait>* waits) {
   auto make_prov = [&](std::string what) {
     return make_provenance(op, stream_name(stream_index), step, seq, std::move(what));
   };
@@ -281,7 +281,8 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
     if (tracing_.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> lock(sc.trace_mutex);
       if (sc.trace.size() < StreamCounters::kMaxTrace)
-        sc.trace.push_back({op.name, stream_index, step, push_index, t0, t1});
+        sc.trace.push_back({op.name, stream_index, step, push_index, t0, t1, seq, op.loc.file_name(), op.loc.line(),
+                            waits ? *waits : std::vector<TraceWait>{}});
       else
         Counters::bump(sc.trace_dropped);
     }
@@ -337,6 +338,25 @@ void Engine::record_blocker(const char* kind, std::source_location loc, std::int
   site.ns += ns;
   counters_->blockers++;
   counters_->blocked_ns += ns;
+  if (tracing()) {
+    const std::int64_t end = now_ns();
+    if (counters_->frontend_trace.size() < StreamCounters::kMaxTrace)
+      counters_->frontend_trace.push_back(
+          {FrontendEvent::Kind::blocker, kind, loc.file_name(), loc.line(), step_index_, end - ns, end});
+  }
+}
+
+void Engine::trace_frontend(FrontendEvent e) {
+  if (!tracing()) return;
+  std::lock_guard<std::mutex> lock(counters_->mutex);
+  if (counters_->frontend_trace.size() < StreamCounters::kMaxTrace) counters_->frontend_trace.push_back(e);
+}
+
+std::vector<FrontendEvent> Engine::take_frontend_trace() {
+  std::lock_guard<std::mutex> lock(counters_->mutex);
+  std::vector<FrontendEvent> out;
+  out.swap(counters_->frontend_trace);
+  return out;
 }
 
 void Engine::wait_for(const Storage& s, const char* kind, std::source_location loc) {
@@ -363,6 +383,10 @@ Step Engine::step(std::source_location loc) {
     throw UsageError("step() at " + format_call_site(loc) + " while another step is open: steps do not nest");
   begin_step(policy_.max_inflight_steps);
   in_step_ = true;
+  if (tracing()) {
+    const std::int64_t t = now_ns();
+    trace_frontend({FrontendEvent::Kind::step, "step", loc.file_name(), loc.line(), step_index_, t, t});
+  }
   counters_->bump(counters_->steps_begun);
   return Step(this, step_index_);
 }

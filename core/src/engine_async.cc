@@ -196,7 +196,17 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
       gate_cv_.wait(lock, ready);
     }
     gate_waiters_.fetch_sub(1, std::memory_order_relaxed);
-    counters_->add_stall(kind, now_ns() - t0);
+    const std::int64_t t1 = now_ns();
+    counters_->add_stall(kind, t1 - t0);
+    trace_stall(kind, t0, t1);
+  }
+
+  /// A stall of the sync policy on the frontend's timeline.
+  void trace_stall(const std::atomic<std::uint64_t>& kind, std::int64_t t0, std::int64_t t1) {
+    if (!tracing()) return;
+    const auto& c = *counters_;
+    const char* what = &kind == &c.stalls_steps ? "stall (steps)" : &kind == &c.stalls_ops ? "stall (ops)" : "stall (bytes)";
+    trace_frontend({FrontendEvent::Kind::stall, what, "", 0, current_step(), t0, t1});
   }
 
   void begin_step(std::uint32_t k) override {
@@ -209,7 +219,9 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
         for (const auto& p : step_ends_.front()) p.stream->wait_until(p.seq);
         step_ends_.pop_front();
       }
-      counters_->add_stall(counters_->stalls_steps, now_ns() - t0);
+      const std::int64_t t1 = now_ns();
+      counters_->add_stall(counters_->stalls_steps, t1 - t0);
+      trace_stall(counters_->stalls_steps, t0, t1);
     }
     auto& c = *counters_;
     c.note_peak(c.peak_inflight_steps, step_ends_.size() + 1);
@@ -258,8 +270,13 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   // --- worker side ------------------------------------------------------
 
   void run(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason) override {
+    std::vector<TraceWait> waits;  // no allocation unless tracing
+    const bool traced = tracing();
+    if (traced)
+      for (int i = 0; i < op.nwaits; ++i)
+        if (op.waits[i].stream) waits.push_back({op.waits[i].stream->index(), op.waits[i].seq});
     execute(op.desc, stream_index, op.seq, op.step, op.push_index, native_stream,
-            cancelling_.load(std::memory_order_acquire), skip_reason);
+            cancelling_.load(std::memory_order_acquire), skip_reason, traced ? &waits : nullptr);
   }
 
   void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) override {

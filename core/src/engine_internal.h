@@ -68,6 +68,7 @@ struct Engine::Counters {
   std::vector<RecordedError> errors;  // not yet reported at a barrier
   /// Per device slot: the first GPU fault recorded on it (sticky).
   std::vector<std::shared_ptr<const OpProvenance>> device_failures;
+  std::vector<FrontendEvent> frontend_trace;  // under `mutex`
 
   /// One per stream index (devices x stream kinds), fixed at construction.
   std::vector<std::unique_ptr<StreamCounters>> streams;

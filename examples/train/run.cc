@@ -56,7 +56,7 @@ Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const
       rank(comm.rank()),
       ranks(comm.size()),
       dev(cfg.device),
-      trace(cfg.trace && dev.is_cpu()),
+      trace(cfg.trace && dev.is_cpu() && !e.tracing()),
       adam(cfg.optimizer == "adam"),
       sampler(data.train.rows, cfg.batch, rank, ranks, cfg.seed),
       steps_per_epoch(sampler.steps_per_epoch()),
@@ -82,13 +82,17 @@ std::vector<Tensor*> Run::everything() {
   return all;
 }
 
-EngineSettings::EngineSettings(Engine& e, int lookahead, bool trace) : e_(e), policy_(e.policy()) {
+EngineSettings::EngineSettings(Engine& e, int lookahead, bool trace)
+    : e_(e), policy_(e.policy()), was_tracing_(e.tracing()) {
   try {
     e.set_policy(lookahead > 0 ? SyncPolicy::steps(static_cast<std::uint32_t>(lookahead)) : SyncPolicy::unbounded());
     e.wait_all();
     e.reset_stats();
-    e.take_trace();
-    e.set_tracing(trace);
+    // A timeline recorded for a file (TIDE_TRACE) is the file's: left alone.
+    if (!was_tracing_) {
+      e.take_trace();
+      e.set_tracing(trace);
+    }
   } catch (...) {
     restore();
     throw;
@@ -98,7 +102,7 @@ EngineSettings::EngineSettings(Engine& e, int lookahead, bool trace) : e_(e), po
 EngineSettings::~EngineSettings() { restore(); }
 
 void EngineSettings::restore() {
-  e_.set_tracing(false);
+  e_.set_tracing(was_tracing_);
   e_.set_policy(policy_);
 }
 

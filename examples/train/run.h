@@ -35,7 +35,8 @@ struct Run {
   const int rank, ranks;
   const Device dev;
   // The timeline times host work: on a GPU that is a kernel's launch, not its
-  // run, so the overlap figures would mean nothing there.
+  // run, so the overlap figures would mean nothing there. Off as well when
+  // the timeline goes to a file (TIDE_TRACE), which keeps every event.
   const bool trace;
   const bool adam;
   Sampler sampler;
@@ -69,6 +70,7 @@ class EngineSettings {
   void restore();
   Engine& e_;
   SyncPolicy policy_;
+  bool was_tracing_;
 };
 
 /// Rank 0 prepares the checkpoint directory and, with cfg.resume, loads the

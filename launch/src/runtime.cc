@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -133,6 +135,7 @@ RuntimeOptions RuntimeOptions::from_env() {
     if (s != "0" && s != "1") throw ValueError("TIDE_SHARE_GPUS=" + s + ": expected 0 or 1");
     o.share_gpus = s == "1";
   }
+  if (const char* v = env("TIDE_TRACE")) o.trace_dir = v;
   return o;
 }
 
@@ -189,6 +192,7 @@ void Runtime::finish_init(const RuntimeOptions& options) {
   if (world_) set_process_rank(world_->rank());
   engine_ = Engine::create(options.engine);
   scope_ = std::make_unique<EngineScope>(*engine_);
+  if (!options.trace_dir.empty()) start_trace(options.trace_dir);
   // One GPU per rank of a node, in node-local rank order; the frontend
   // thread makes it current, as libraries that follow (NCCL) expect.
   for (const Device& d : engine_->devices()) {
@@ -198,6 +202,30 @@ void Runtime::finish_init(const RuntimeOptions& options) {
       use_cuda_device(device_.index);
       break;
     }
+  }
+}
+
+void Runtime::start_trace(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string path = dir + "/trace.rank" + std::to_string(rank()) + ".json";
+  // Created now, so that a directory that cannot take it stops the job at
+  // start rather than after the work.
+  if (ec || !std::ofstream(path, std::ios::trunc))
+    throw UsageError("TIDE_TRACE=" + dir + ": cannot write " + path + (ec ? ": " + ec.message() : ""));
+  trace_path_ = path;
+  engine_->set_tracing(true);
+}
+
+void Runtime::write_trace() {
+  if (trace_path_.empty()) return;
+  try {
+    engine_->write_trace(trace_path_, rank(), "rank " + std::to_string(rank()));
+    if (engine_->trace_dropped() > 0)
+      std::fprintf(stderr, "tide: rank %d: the trace kept the first 1M ops of each stream; %llu more were dropped\n",
+                   rank(), static_cast<unsigned long long>(engine_->trace_dropped()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tide: rank %d: %s\n", rank(), e.what());
   }
 }
 
@@ -222,6 +250,7 @@ Runtime::~Runtime() {
       // Not pushed (destroyed off the frontend thread, say): nothing to wait for.
     }
   }
+  write_trace();
   scope_.reset();
   engine_.reset();  // drains queued work, then joins the workers
   // A collective or check that failed while draining (a desync in the last
@@ -274,6 +303,9 @@ std::unique_ptr<Runtime> Runtime::init(int& argc, char** argv) {
       if (v == "async") o.engine.kind = EngineKind::async;
       else if (v == "naive") o.engine.kind = EngineKind::naive;
       else throw ValueError(a + ": expected async or naive");
+    } else if (a.rfind("--tide-trace=", 0) == 0) {
+      o.trace_dir = a.substr(13);
+      if (o.trace_dir.empty()) throw ValueError(a + ": expected a directory");
     } else if (a.rfind("--tide-cpu-devices=", 0) == 0) {
       try {
         o.engine.cpu_devices = std::stoi(a.substr(19));

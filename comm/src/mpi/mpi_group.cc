@@ -23,6 +23,7 @@ std::string MpiGroup::where() const {
 }
 
 void MpiGroup::mpi_failed(int rc, const char* expr, const CollectiveId& what) {
+  held_ = nullptr;  // this failure is the one to report
   health_.fail(what.str(peers()) + ": " + expr + " failed on rank " + std::to_string(rank) + ": " + mpi_error_text(rc));
 }
 
@@ -30,6 +31,7 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
   Poller poller(timeout_s_);
   RollCall roll;  // held only once the wait is long
   double next_look_s = kLookEvery_s;
+  double held_at_s = 0;
   for (;;) {
     int done = 0;
     if (int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE); rc != MPI_SUCCESS)
@@ -39,7 +41,21 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
     // waits here: a desync check posted meanwhile can name the divergence
     // long before the deadline.
     if (poller.periodic()) {
-      if (on_poll) on_poll();
+      if (on_poll && !held_) {
+        if (!hold_poll_failures_) {
+          on_poll();
+        } else {
+          try {
+            on_poll();
+          } catch (...) {
+            held_ = std::current_exception();
+            held_at_s = poller.waited_s();
+          }
+        }
+      }
+      // Peers inside the blocking call would have had this rank's arrival
+      // long ago, and theirs would be here: past the grace, none is.
+      if (held_ && poller.waited_s() - held_at_s > kHeldGrace_s) rethrow_held();
       if (poller.slow()) {
         serve_queries();
         roll.collect();
@@ -139,6 +155,12 @@ void MpiGroup::arrive(const CollectiveId& what) {
     std::array<MPI_Request, 2 * kPointToPointArrival> reqs;
   };
   auto b = std::make_unique<Buffers>();
+  held_ = nullptr;  // a caller that did not rethrow it: the communicator is broken all the same
+  hold_poll_failures_ = true;
+  struct Unhold {
+    MpiGroup& g;
+    ~Unhold() { g.hold_poll_failures_ = false; }
+  } unhold{*this};
   b->mine = {what.seq, s.w[0], s.w[1], s.w[2]};
   b->all.resize(4 * static_cast<std::size_t>(size));
   const auto& mine = b->mine;
@@ -172,6 +194,7 @@ void MpiGroup::arrive(const CollectiveId& what) {
     }
   } catch (...) {
     (void)b.release();  // still MPI's (see above); the communicator is broken, and the job ends
+    if (held_ && std::current_exception() != held_) held_ = nullptr;  // the wait's own failure says it
     throw;
   }
   std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
@@ -181,8 +204,10 @@ void MpiGroup::arrive(const CollectiveId& what) {
     for (int w = 0; w < 3; ++w) sigs[r].w[w] = all[4 * r + 1 + static_cast<std::size_t>(w)];
   }
   const std::string desync = diagnose_arrival(seqs, sigs);
-  if (!desync.empty())
+  if (!desync.empty()) {
+    held_ = nullptr;
     health_.fail(desync + " (seen as the ranks arrived, on rank " + std::to_string(rank) + " of " + peers() + ")", true);
+  }
 }
 
 }  // namespace tide::detail

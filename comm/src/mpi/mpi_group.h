@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <exception>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -80,8 +81,12 @@ class MpiGroup {
                                 [this, what, bytes, arrived_s] { return overdue(what, bytes, arrived_s); });
       rc = blocking();
     }
-    if (rc != MPI_SUCCESS) mpi_failed(rc, "the blocking MPI call", what);
+    if (rc != MPI_SUCCESS) {
+      held_ = nullptr;
+      mpi_failed(rc, "the blocking MPI call", what);
+    }
     liveness_leave();
+    rethrow_held();
   }
   static constexpr std::size_t kBlockingFromBytes = 64 << 10;
 
@@ -105,7 +110,22 @@ class MpiGroup {
   /// few microseconds less than MPI's non-blocking all-gather, which is most
   /// of what a large collective costs beyond MPI's own call); above, the
   /// all-gather (its messages grow as log p, not p).
+  ///
+  /// A failure that the desync check finds while this rank waits here (a
+  /// divergence at a later collective, say) is held, not thrown: this
+  /// rank's arrival message is out, so peers may already be inside the
+  /// blocking call, which would wait for this rank until the deadline. The
+  /// wait goes on for at most kHeldGrace_s; if every rank arrives at the
+  /// same collective, the caller runs it and then calls rethrow_held().
   void arrive(const CollectiveId& what);
+  /// Throws the failure arrive() held, if any (after the blocking call).
+  void rethrow_held() {
+    if (!held_) return;
+    std::exception_ptr e = held_;
+    held_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  static constexpr double kHeldGrace_s = 1.0;
   static constexpr int kPointToPointArrival = 8;
   static constexpr int kArrivalTag = 77;
 
@@ -118,6 +138,9 @@ class MpiGroup {
   /// Fail a wait: members `gone` have vanished, or the deadline passed.
   [[noreturn]] void vanished(const CollectiveId& what, const std::vector<int>& gone, double waited_s);
   [[noreturn]] void timed_out(const CollectiveId& what, RollCall& roll);
+  /// Set while arrive() waits: on_poll's failures are held (see arrive).
+  bool hold_poll_failures_ = false;
+  std::exception_ptr held_;
   /// The watchdog's message for a blocking collective of `bytes` that every
   /// rank arrived at after `arrived_s` and that is past its deadline. Called
   /// on the watchdog thread: reads only what is fixed at creation, no MPI.

@@ -27,6 +27,13 @@
 
 namespace tide {
 
+/// A point on another stream that an op waited for: done once that stream
+/// had completed `seq` ops (the producer is that stream's op number `seq`).
+struct TraceWait {
+  int stream = 0;
+  std::uint64_t seq = 0;
+};
+
 /// One op's run on the backend, as the engine's timeline records it.
 struct TraceEvent {
   const char* op = "";  // the op's name (OpDesc::name)
@@ -34,6 +41,24 @@ struct TraceEvent {
   std::uint64_t step = 0;
   std::uint64_t push_index = 0;  // the op's place in push order
   std::int64_t start_ns = 0;     // steady_clock, around the kernel only
+  std::int64_t end_ns = 0;
+  std::uint64_t seq = 0;         // its place on its stream: 1, 2, ...
+  const char* file = "";         // the call site that pushed it (OpDesc::loc)
+  unsigned line = 0;
+  std::vector<TraceWait> waits;  // on other streams (async engine; the naive one runs in push order)
+};
+
+/// What the frontend thread waited for while tracing: a blocker
+/// (wait_to_read, wait_all, item, ...) with its call site, a stall of the
+/// sync policy, or a step's beginning (an instant: start == end).
+struct FrontendEvent {
+  enum class Kind : std::uint8_t { blocker, stall, step };
+  Kind kind = Kind::blocker;
+  const char* what = "";  // "wait_all", "stall (steps)", "step"
+  const char* file = "";
+  unsigned line = 0;
+  std::uint64_t step = 0;
+  std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
 };
 
@@ -138,7 +163,19 @@ class Engine {
   void set_tracing(bool on);
   bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
   std::vector<TraceEvent> take_trace();
+  /// The frontend's side of the timeline (see FrontendEvent), in order, and
+  /// cleared; at most 1M events are kept.
+  std::vector<FrontendEvent> take_frontend_trace();
   std::uint64_t trace_dropped() const;
+  /// Waits for every queued op (reporting no error), then takes both
+  /// timelines and writes them to `path` as Chrome trace-event
+  /// JSON (Perfetto and chrome://tracing open it): process `pid` named
+  /// `process_name`, a track per stream with a span per op (its name, seq,
+  /// push index, step and call site), arrows from producer to consumer
+  /// across streams, and a frontend track with blockers, stalls and step
+  /// beginnings. Times are steady_clock microseconds. Throws tide::Error if
+  /// the file cannot be written.
+  void write_trace(const std::string& path, int pid = 0, const std::string& process_name = "tide");
   /// "cpu:0/compute" for a stream index of this engine.
   std::string stream_name(int stream_index) const;
 
@@ -173,9 +210,12 @@ class Engine {
   /// `push_index` orders failures: wait_all reports the earliest pushed.
   /// A non-null `skip_reason` skips the kernel and poisons the outputs with
   /// it (a GPU stream that could not order or launch the op).
+  /// `waits` (may be empty) goes into the op's trace event.
   void execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
                std::uint64_t push_index, void* native_stream, bool cancelled,
-               const char* skip_reason = nullptr);
+               const char* skip_reason = nullptr, const std::vector<TraceWait>* waits = nullptr);
+  /// Frontend: records `e` when tracing (blockers, stalls, steps).
+  void trace_frontend(FrontendEvent e);
   /// Throws the error poisoning `s`, if any, marking it reported.
   void rethrow_poison(const Storage& s);
   /// A GPU fault seen after `op` ran (at its completion event) or a failed

@@ -35,6 +35,11 @@ struct RuntimeOptions {
   /// NCCL needs one GPU per rank. Shared, collectives of GPU tensors are
   /// not possible; the trainer's --device auto then uses the CPU.
   bool share_gpus = false;
+  /// Record the timeline and write it, when the Runtime ends, to
+  /// `<trace_dir>/trace.rank<R>.json` (Chrome trace-event JSON; see
+  /// Engine::write_trace). TIDE_TRACE=DIR or --tide-trace=DIR sets it; the
+  /// directory is created, and checked writable, at start.
+  std::string trace_dir;
   static RuntimeOptions from_env();
 };
 
@@ -98,7 +103,10 @@ class Runtime {
   struct MpiTag {};
   Runtime(const RuntimeOptions& options, MpiTag);
   void finish_init(const RuntimeOptions& options);
+  void start_trace(const std::string& dir);
+  void write_trace();
 
+  std::string trace_path_;  // empty: not tracing
   bool owns_mpi_ = false;
   std::terminate_handler previous_terminate_ = nullptr;
   bool log_all_ranks_ = false;
