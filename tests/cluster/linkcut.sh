@@ -69,10 +69,14 @@ done
 t_cut=$(now)
 # When each rank's own output first holds a collective timeout (the files
 # are written on the rank's node as the lines come; looked at every 0.1 s).
+# A report is a collective's timeout, or (on node1) its failure because the
+# cut-off rank's process vanished: Open MPI's daemon on node2 may kill that
+# rank once its link to mpirun is gone, before the rank's own timeout.
+report_re='timed out after|collective failure: .* vanished: its process is gone'
 reported=("" "")
 while kill -0 "$job" 2>/dev/null; do
   for r in 0 1; do
-    [ -z "${reported[$r]}" ] && grep -qs "timed out after" "$work/out/1/rank.$r/stderr" && reported[$r]=$(now)
+    [ -z "${reported[$r]}" ] && grep -qsE "$report_re" "$work/out/1/rank.$r/stderr" && reported[$r]=$(now)
   done
   sleep 0.1
 done
@@ -88,11 +92,17 @@ case "$status" in
 esac
 echo "mpirun exited with status $status, $(since "$t_cut" "$t_exit") s after the cut"
 
-# Every rank's own output holds the timeout of a collective, naming the rank.
+# Every rank's own output holds the timeout of a collective, naming the rank;
+# except that node2's rank may have been killed by its daemon first, which
+# rank 0's report then names ("rank 1 vanished").
 for r in 0 1; do
   err=$work/out/1/rank.$r/stderr
   [ -r "$err" ] || fail "no output file $err for rank $r"
-  line=$(grep -m1 "timed out after" "$err" || true)
+  line=$(grep -m1 -E "$report_re" "$err" || true)
+  if [ -z "$line" ] && [ "$r" = 1 ] && grep -q "rank 1 vanished: its process is gone" "$work/out/1/rank.0/stderr"; then
+    echo "rank 1 was ended by its node's daemon before its own timeout; rank 0 named it"
+    continue
+  fi
   [ -n "$line" ] || fail "rank $r's output has no collective timeout: $(cat "$err")"
   echo "$line" | grep -q "rank $r of" || fail "rank $r's timeout does not name it: $line"
   after=$(since "$t_cut" "${reported[$r]:-$(stat -c %.Y "$err")}")
