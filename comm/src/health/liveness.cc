@@ -20,7 +20,7 @@ namespace {
 
 constexpr int kQueryTag = 1;
 constexpr int kAnswerTag = 2;
-constexpr int kAnswerWords = 8;  // query, state, ident, seq, sig (3), size
+constexpr int kAnswerWords = 10;  // query, state, ident, seq, sig (3), size, skip ident, skip seq + 1
 
 // What the comm thread is in. Written by the comm thread only, read by the
 // answers (same thread) and by the SIGTERM handler (any thread): atomics,
@@ -29,6 +29,7 @@ enum State : std::uint64_t { kNone = 0, kIn = 1, kAfter = 2, kInCheck = 3 };
 struct Where {
   std::atomic<std::uint64_t> state{kNone}, ident{0}, seq{0}, size{0}, group{0};
   std::atomic<std::uint64_t> w[3] = {0, 0, 0};
+  std::atomic<std::uint64_t> skip_ident{0}, skip_seq1{0};  // the latest skip (seq + 1; 0: none)
 };
 Where g_where;
 
@@ -230,6 +231,11 @@ void liveness_leave() {
   if (g_ready) g_where.state.store(kAfter, std::memory_order_release);
 }
 
+void liveness_skipped(std::uint64_t ident, std::uint64_t seq) {
+  g_where.skip_ident.store(ident, std::memory_order_relaxed);
+  g_where.skip_seq1.store(seq + 1, std::memory_order_relaxed);
+}
+
 void serve_queries(bool in_check) {
   if (!g_ready) return;
   for (;;) {
@@ -246,7 +252,9 @@ void serve_queries(bool in_check) {
                                                 g_where.w[0].load(std::memory_order_relaxed),
                                                 g_where.w[1].load(std::memory_order_relaxed),
                                                 g_where.w[2].load(std::memory_order_relaxed),
-                                                g_where.size.load(std::memory_order_relaxed)};
+                                                g_where.size.load(std::memory_order_relaxed),
+                                                g_where.skip_ident.load(std::memory_order_relaxed),
+                                                g_where.skip_seq1.load(std::memory_order_relaxed)};
     MPI_Send(answer, kAnswerWords, MPI_UINT64_T, st.MPI_SOURCE, kAnswerTag, g_ctrl);
   }
 }
@@ -304,7 +312,38 @@ void RollCall::collect() {
     ans.seq = a[3];
     for (int i = 0; i < 3; ++i) ans.sig.w[i] = a[4 + i];
     ans.size = a[7];
+    ans.skip_ident = a[8];
+    ans.skip_seq1 = a[9];
   }
+}
+
+std::string RollCall::skip_found(std::uint64_t ident, const CollectiveId& id) const {
+  const std::uint64_t my_skip_ident = g_where.skip_ident.load(std::memory_order_relaxed);
+  const std::uint64_t my_skip_seq1 = g_where.skip_seq1.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < answers_.size(); ++i) {
+    const Answer& a = answers_[i];
+    if (static_cast<int>(i) == me_ || !a.got) continue;
+    int skipper = -1, runner = -1;
+    CollectiveId skipped;
+    if (a.skip_ident == ident && a.skip_seq1 == id.seq + 1) {
+      // It skipped the collective this rank waits in.
+      skipper = static_cast<int>(i);
+      runner = me_;
+      skipped = id;
+    } else if (a.state == kIn && a.ident == ident && my_skip_ident == ident && my_skip_seq1 == a.seq + 1) {
+      // It waits in a collective this rank skipped.
+      skipper = me_;
+      runner = static_cast<int>(i);
+      skipped = CollectiveId::from_sig(a.sig, a.seq);
+    } else {
+      continue;
+    }
+    return "collective #" + std::to_string(skipped.seq) + " (" + skipped.describe() + ") was skipped on " +
+           name(skipper) + ", because its input comes from a failed op (that rank's error names it), and run on " +
+           name(runner) + ": the ranks' collectives no longer pair up (found by the roll call of " + name(me_) +
+           ", waiting in collective #" + std::to_string(id.seq) + ")";
+  }
+  return "";
 }
 
 std::vector<int> gone_members(const std::vector<int>& world_ranks, int me) {

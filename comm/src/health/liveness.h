@@ -34,6 +34,12 @@ void liveness_init(MPI_Comm world);
 void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool group);
 /// ... and has finished it.
 void liveness_leave();
+/// The comm thread skipped collective `seq` of communicator `ident` (its
+/// input came from a failed op): roll calls carry the latest such skip, so
+/// that a rank waiting in a collective a peer skipped, or one whose peer
+/// waits in a collective it skipped, names the skip (RollCall::skip_found)
+/// when no desync check is left to compare the ranks.
+void liveness_skipped(std::uint64_t ident, std::uint64_t seq);
 
 /// Comm thread, in poll loops once they have waited past their first spin:
 /// answers the questions other ranks sent. `in_check`: the loop waits for a
@@ -64,12 +70,18 @@ class RollCall {
   /// ...; rank 2 is waiting in ...)", or "" when every member answered from
   /// this very collective.
   std::string absent(std::uint64_t ident, const CollectiveId& id, const std::string& peers) const;
+  /// While waiting in collective `id` of communicator `ident`: when a
+  /// member that answered skipped `id`, or waits in a collective of `ident`
+  /// that this rank skipped, the message naming that skip (as the desync
+  /// check words it); else "".
+  std::string skip_found(std::uint64_t ident, const CollectiveId& id) const;
 
  private:
   struct Answer {
     bool got = false;
     std::uint64_t state = 0, ident = 0, seq = 0, size = 0;
     CollectiveSig sig;
+    std::uint64_t skip_ident = 0, skip_seq1 = 0;  // its latest skip: seq + 1 (0: none)
   };
   bool asked_ = false;
   std::uint64_t query_ = 0;

@@ -176,6 +176,15 @@ void SyncChecker::poll_recheck() {
   }
 }
 
+void SyncChecker::note_skips(std::uint64_t seq) {
+  for (; decided < seq; ++decided) {
+    if (skipped.size() < kMaxSkipped) skipped.push_back(decided);
+    // A peer waiting in this collective learns of the skip by a roll call,
+    // even when no later check is exchanged.
+    liveness_skipped(mpi_.ident, decided);
+  }
+}
+
 void SyncChecker::poll_all() {
   for (SyncChecker* p = this; p; p = p->parent_) p->poll();
 }

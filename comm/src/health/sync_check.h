@@ -100,9 +100,11 @@ class SyncChecker {
 
  private:
   void note_skipped_before(std::uint64_t seq) {
-    for (; decided < seq; ++decided)
-      if (skipped.size() < kMaxSkipped) skipped.push_back(decided);
+    if (decided < seq) note_skips(seq);
   }
+  /// Records the skips of collectives decided..seq-1, here and for the roll
+  /// calls (liveness_skipped).
+  void note_skips(std::uint64_t seq);
   void start_check();
   void judge_check();
   /// Second exchange of a check whose ranks disagree; its end names the

@@ -31,6 +31,7 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
   Poller poller(timeout_s_);
   RollCall roll;  // held only once the wait is long
   double next_look_s = kLookEvery_s;
+  double next_ask_s = kRollCallAfter_s;
   double held_at_s = 0;
   for (;;) {
     int done = 0;
@@ -59,9 +60,16 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
       if (poller.slow()) {
         serve_queries();
         roll.collect();
+        if (roll.asked())
+          if (const std::string skip = roll.skip_found(ident, what); !skip.empty()) health_.fail(skip, true);
         if (const double waited = poller.waited_s(); waited >= next_look_s) {
           next_look_s = waited + kLookEvery_s;
-          if (waited >= kRollCallAfter_s && !roll.asked()) roll.ask(world_ranks, rank);
+          // Asked again every kRollCallAfter_s: a peer that was computing
+          // at the last call may be waiting somewhere telling by now.
+          if (waited >= next_ask_s) {
+            roll.ask(world_ranks, rank);
+            next_ask_s = waited + kRollCallAfter_s;
+          }
           const std::vector<int> gone = gone_members(world_ranks, rank);
           if (!gone.empty()) vanished(what, gone, waited);
         }

@@ -95,8 +95,10 @@ class MpiGroup {
   /// not by the timeout). Once the wait is past its first spin it answers
   /// other ranks' roll calls; every kLookEvery_s it looks at the members'
   /// processes on this host (one that is gone fails the wait at once,
-  /// naming it), and past kRollCallAfter_s it holds its own roll call, so
-  /// that a timeout names the members that did not arrive. Comm thread.
+  /// naming it), and past kRollCallAfter_s it holds its own roll call (again
+  /// every kRollCallAfter_s), so that a timeout names the members that did
+  /// not arrive, and a collective skipped on some ranks and waited in on
+  /// others is named at once (RollCall::skip_found). Comm thread.
   void wait(MPI_Request& req, const CollectiveId& what) { wait(&req, 1, what); }
   /// The same for `n` requests, done when all are.
   void wait(MPI_Request* reqs, int n, const CollectiveId& what);
