@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what tide needs from Debian's packages. Idempotent and quiet when
 # everything is already there. Needs root (or sudo) only when it installs.
-# --bench also installs gnuplot and jq, which the benchmark scripts plot and
-# read results with.
+# python3 runs launch/tide-trace (merging trace files). --bench also installs
+# gnuplot and jq, which the benchmark and plotting scripts draw and read
+# results with.
 set -euo pipefail
 
-packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2)
+packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2 python3)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(gnuplot-nox jq) ;;

@@ -487,6 +487,22 @@ std::vector<TraceEvent> Engine::take_trace() {
   return all;
 }
 
+std::vector<TraceEvent> Engine::read_trace(TraceCursor& cursor) {
+  check_frontend_thread();
+  std::vector<TraceEvent> out;
+  cursor.resize(counters_->streams.size(), 0);
+  for (std::size_t i = 0; i < counters_->streams.size(); ++i) {
+    auto& sc = counters_->streams[i];
+    std::lock_guard<std::mutex> lock(sc->trace_mutex);
+    const std::size_t from = std::min(cursor[i], sc->trace.size());
+    out.insert(out.end(), sc->trace.begin() + static_cast<std::ptrdiff_t>(from), sc->trace.end());
+    cursor[i] = sc->trace.size();
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
+  return out;
+}
+
 std::uint64_t Engine::trace_dropped() const {
   std::uint64_t n = 0;
   for (const auto& sc : counters_->streams) n += sc->trace_dropped.load(std::memory_order_relaxed);

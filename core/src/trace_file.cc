@@ -53,7 +53,8 @@ int tid_of(int stream) { return stream + 1; }
 
 }  // namespace
 
-void Engine::write_trace(const std::string& path, int pid, const std::string& process_name) {
+void Engine::write_trace(const std::string& path, int pid, const std::string& process_name,
+                         const std::string& tide_json) {
   check_frontend_thread();
   wait_everything();  // every queued op in the file; errors stay for the next barrier to report
   std::vector<TraceEvent> ops = take_trace();
@@ -68,7 +69,9 @@ void Engine::write_trace(const std::string& path, int pid, const std::string& pr
     first = false;
     return out;
   };
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  out << "{\"displayTimeUnit\":\"ns\",";
+  if (!tide_json.empty()) out << "\"tide\":" << tide_json << ",";
+  out << "\"traceEvents\":[";
   begin() << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << p << ",\"args\":{\"name\":\""
           << escaped(process_name.c_str()) << "\"}}";
   begin() << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << p << ",\"tid\":" << kFrontendTid

@@ -206,21 +206,46 @@ void Runtime::finish_init(const RuntimeOptions& options) {
 }
 
 void Runtime::start_trace(const std::string& dir) {
+  if (!trace_path_.empty()) throw UsageError("start_trace(" + dir + "): already tracing to " + trace_path_);
+  if (dir.empty()) throw ValueError("start_trace: give a directory");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string path = dir + "/trace.rank" + std::to_string(rank()) + ".json";
-  // Created now, so that a directory that cannot take it stops the job at
-  // start rather than after the work.
-  if (ec || !std::ofstream(path, std::ios::trunc))
+  // Written now, so that a directory that cannot take it stops the job at
+  // start rather than after the work, and so that a rank that never
+  // reaches its end still leaves a file a merge can place.
+  std::ofstream out(path, std::ios::trunc);
+  if (ec || !out)
     throw UsageError("TIDE_TRACE=" + dir + ": cannot write " + path + (ec ? ": " + ec.message() : ""));
+  clock_start_ = world_->clock_offset();
+  out << "{\"displayTimeUnit\":\"ns\",\"tide\":" << trace_header(false) << ",\"traceEvents\":[]}\n";
+  out.flush();
+  if (!out) throw UsageError("TIDE_TRACE=" + dir + ": writing " + path + " failed");
   trace_path_ = path;
   engine_->set_tracing(true);
+}
+
+namespace {
+
+std::string clock_json(const ClockSample& c) {
+  return "{\"local_ns\":" + std::to_string(c.local_ns) + ",\"offset_ns\":" + std::to_string(c.offset_ns) +
+         ",\"error_ns\":" + std::to_string(c.error_ns) + "}";
+}
+
+}  // namespace
+
+std::string Runtime::trace_header(bool complete) const {
+  std::string s = "{\"rank\":" + std::to_string(rank()) + ",\"world\":" + std::to_string(size()) +
+                  ",\"complete\":" + (complete ? "true" : "false") + ",\"clock\":{\"start\":" +
+                  clock_json(clock_start_);
+  if (have_clock_end_) s += ",\"end\":" + clock_json(clock_end_);
+  return s + "}}";
 }
 
 void Runtime::write_trace() {
   if (trace_path_.empty()) return;
   try {
-    engine_->write_trace(trace_path_, rank(), "rank " + std::to_string(rank()));
+    engine_->write_trace(trace_path_, rank(), "rank " + std::to_string(rank()), trace_header(true));
     if (engine_->trace_dropped() > 0)
       std::fprintf(stderr, "tide: rank %d: the trace kept the first 1M ops of each stream; %llu more were dropped\n",
                    rank(), static_cast<unsigned long long>(engine_->trace_dropped()));
@@ -244,6 +269,11 @@ Runtime::~Runtime() {
     // so this pairs with that), and the checks in flight complete together
     // before MPI_Finalize.
     try {
+      // Before the last check, which then covers it.
+      if (!trace_path_.empty() && !world_->broken()) {
+        clock_end_ = world_->clock_offset();
+        have_clock_end_ = true;
+      }
       world_->check_sync();
       world_->finish_checks();
     } catch (...) {

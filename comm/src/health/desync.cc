@@ -17,6 +17,7 @@ const char* collective_kind_name(CollectiveKind k) {
     case CollectiveKind::barrier: return "barrier";
     case CollectiveKind::split: return "split";
     case CollectiveKind::nccl_init: return "nccl_init";
+    case CollectiveKind::clock: return "clock_offset";
   }
   return "?";
 }

@@ -26,6 +26,7 @@ enum class CollectiveKind : std::uint8_t {
   barrier,
   split,
   nccl_init,  // the host side of creating a communicator's NCCL communicator for one GPU
+  clock,      // clock_offset(): ping-pong messages to rank 0
 };
 const char* collective_kind_name(CollectiveKind k);
 

@@ -125,6 +125,16 @@ class Communicator {
   /// collectives); a counted blocker.
   void barrier(Loc loc = Loc::current());
 
+  /// Measures this rank's clock against rank 0's (ClockSample): rank 0
+  /// answers `pings` ping-pong messages from each other rank in turn, and
+  /// each keeps the one with the shortest round trip. Every rank must call
+  /// it, like any collective; it runs on the comm stream after this rank's
+  /// queued collectives and blocks until done (a counted blocker). `pings`
+  /// from 1 to 1000, else ValueError. Trace files carry one sample from the
+  /// start of a run and one from its end, so that a merge can put every
+  /// rank on rank 0's clock (launch/tide-trace).
+  ClockSample clock_offset(int pings = 16, Loc loc = Loc::current());
+
   /// Like MPI_Comm_split: the ranks that pass the same `color` (>= 0, else
   /// ValueError) form a group, ordered by `key`, then by rank here. Every
   /// rank of this communicator must call it, in the same order relative to

@@ -2,6 +2,8 @@
 // failed collective raises, and a communicator's options.
 #pragma once
 
+#include <cstdint>
+
 #include <tide/core/error.h>
 
 namespace tide {
@@ -13,6 +15,18 @@ const char* reduce_op_name(ReduceOp op);
 /// whose message carries this text).
 class CommError : public Error {
   using Error::Error;
+};
+
+/// How this rank's steady clock (the one the engine's timeline is stamped
+/// with) stood against rank 0's, measured by Communicator::clock_offset():
+/// at `local_ns` on this rank's clock, rank 0's clock read `local_ns +
+/// offset_ns`, give or take `error_ns` (half the shortest round trip of the
+/// pings; a bound, not an estimate). Rank 0 and a one-rank world: offset 0,
+/// error 0.
+struct ClockSample {
+  std::int64_t local_ns = 0;
+  std::int64_t offset_ns = 0;
+  std::int64_t error_ns = 0;
 };
 
 struct CommOptions {

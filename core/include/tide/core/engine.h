@@ -163,6 +163,13 @@ class Engine {
   void set_tracing(bool on);
   bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
   std::vector<TraceEvent> take_trace();
+  /// Where read_trace() left off: an event count per stream.
+  using TraceCursor = std::vector<std::size_t>;
+  /// The events of the ops completed since `cursor` (sorted by start),
+  /// copied: they stay for take_trace() and write_trace(). Advances
+  /// `cursor`. For a reader that must leave the timeline whole (one that
+  /// goes to a file); a take_trace() in between restarts the count.
+  std::vector<TraceEvent> read_trace(TraceCursor& cursor);
   /// The frontend's side of the timeline (see FrontendEvent), in order, and
   /// cleared; at most 1M events are kept.
   std::vector<FrontendEvent> take_frontend_trace();
@@ -173,9 +180,12 @@ class Engine {
   /// `process_name`, a track per stream with a span per op (its name, seq,
   /// push index, step and call site), arrows from producer to consumer
   /// across streams, and a frontend track with blockers, stalls and step
-  /// beginnings. Times are steady_clock microseconds. Throws tide::Error if
-  /// the file cannot be written.
-  void write_trace(const std::string& path, int pid = 0, const std::string& process_name = "tide");
+  /// beginnings. Times are steady_clock microseconds. `tide_json`, when
+  /// not empty, is a JSON value written as the file's top-level "tide"
+  /// member (the Runtime puts its rank and clock samples there; viewers
+  /// ignore it). Throws tide::Error if the file cannot be written.
+  void write_trace(const std::string& path, int pid = 0, const std::string& process_name = "tide",
+                   const std::string& tide_json = "");
   /// "cpu:0/compute" for a stream index of this engine.
   std::string stream_name(int stream_index) const;
 

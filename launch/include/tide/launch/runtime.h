@@ -38,7 +38,13 @@ struct RuntimeOptions {
   /// Record the timeline and write it, when the Runtime ends, to
   /// `<trace_dir>/trace.rank<R>.json` (Chrome trace-event JSON; see
   /// Engine::write_trace). TIDE_TRACE=DIR or --tide-trace=DIR sets it; the
-  /// directory is created, and checked writable, at start.
+  /// directory is created, and checked writable, at start. Every rank must
+  /// trace or none: under MPI, each rank measures its clock against rank
+  /// 0's at start and at the end (Communicator::clock_offset, a collective)
+  /// and the file carries both samples under "tide", for launch/tide-trace
+  /// to merge the ranks' files onto one clock. The file is first written at
+  /// start, holding the start sample and no events: a rank that never
+  /// reaches its end leaves that.
   std::string trace_dir;
   static RuntimeOptions from_env();
 };
@@ -99,14 +105,27 @@ class Runtime {
   /// exits with `code`.
   [[noreturn]] void fail(int code, const std::string& why);
 
+  /// Starts the trace file now, as RuntimeOptions::trace_dir does at start
+  /// (for a program that learns the directory from its own options, as the
+  /// trainer's --trace does). Every rank must call it: under MPI it measures
+  /// the clocks (a collective). tide::UsageError if already tracing to a
+  /// file or if the directory cannot take the file.
+  void start_trace(const std::string& dir);
+  /// The trace file being written, or "" when not tracing to one.
+  const std::string& trace_path() const { return trace_path_; }
+
  private:
   struct MpiTag {};
   Runtime(const RuntimeOptions& options, MpiTag);
   void finish_init(const RuntimeOptions& options);
-  void start_trace(const std::string& dir);
   void write_trace();
+  /// The file's "tide" member: rank, world size, clock samples, whether the
+  /// run reached its end.
+  std::string trace_header(bool complete) const;
 
   std::string trace_path_;  // empty: not tracing
+  ClockSample clock_start_, clock_end_;
+  bool have_clock_end_ = false;
   bool owns_mpi_ = false;
   std::terminate_handler previous_terminate_ = nullptr;
   bool log_all_ranks_ = false;
