@@ -153,7 +153,14 @@ int main(int argc, char** argv) {
                  "lines, redraw (one line rewritten in place), or auto: redraw on a terminal, "
                  "lines otherwise and under mpirun (which hands ranks a terminal of its own)")
       ->capture_default_str()->check(CLI::IsMember({"auto", "lines", "redraw"}));
-  app.add_flag("--no-trace", no_trace, "do not record the timeline (no overlap figures)");
+  app.add_flag("--no-trace", no_trace, "do not read the timeline (no overlap figures)");
+  std::string trace_dir;
+  app.add_option("--trace", trace_dir,
+                 "every rank writes its timeline to DIR/trace.rank<R>.json (as TIDE_TRACE=DIR); "
+                 "launch/tide-trace merge DIR puts them in one file");
+  app.add_option("--metrics", c.metrics_path,
+                 "a JSON line per log interval here (rank 0): loss, accuracy, samples/s, stalls, blockers, "
+                 "queued bytes, bucket communication and the part hidden under backward");
   app.add_option("--json", json, "write the results as JSON here (rank 0)");
   app.add_option("--device", device,
                  "cpu, cuda (this rank's GPU: local rank % GPUs) or auto (the GPU when each rank of the node has one)")
@@ -178,6 +185,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   openblas_set_num_threads(blas_threads);
+  if (!trace_dir.empty()) {
+    try {
+      rt->start_trace(trace_dir);
+    } catch (const tide::Error& e) {
+      if (rt->rank() == 0) std::cerr << "--trace: " << e.what() << "\n";
+      return 2;
+    }
+  }
 
   try {
     const Split data = data_dir.empty() ? make_generated(train_rows, test_rows, features, classes, 1234)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <utility>
 
 namespace tide::train {
 
@@ -15,44 +14,58 @@ std::int64_t overlap(std::int64_t a0, std::int64_t a1, std::int64_t b0, std::int
 
 }  // namespace
 
-void measure_overlap(Engine& e, const std::vector<BackwardRange>& ranges, std::int64_t warm, TrainResult& res) {
-  std::vector<TraceEvent> trace = e.take_trace();
-  e.set_tracing(false);
-  struct Span {
-    std::int64_t bwd0 = INT64_MAX, bwd1 = INT64_MIN, comm_first = INT64_MAX;
-    std::vector<std::pair<std::int64_t, std::int64_t>> comm;
-  };
-  std::vector<Span> spans(ranges.size());
-  for (const TraceEvent& ev : trace) {
-    auto it = std::upper_bound(ranges.begin(), ranges.end(), ev.push_index,
-                               [](std::uint64_t p, const BackwardRange& r) { return p < r.begin; });
-    if (it == ranges.begin()) continue;
+OverlapFigures& OverlapFigures::operator+=(const OverlapFigures& o) {
+  steps += o.steps;
+  first_bucket_overlapped += o.first_bucket_overlapped;
+  comm_ns += o.comm_ns;
+  hidden_ns += o.hidden_ns;
+  return *this;
+}
+
+void OverlapMeter::add(const BackwardRange& r) { open_.push_back({r, INT64_MAX, INT64_MIN, INT64_MAX, {}}); }
+
+void OverlapMeter::feed(const std::vector<TraceEvent>& events) {
+  for (const TraceEvent& ev : events) {
+    auto it = std::upper_bound(open_.begin(), open_.end(), ev.push_index,
+                               [](std::uint64_t p, const Span& s) { return p < s.range.begin; });
+    if (it == open_.begin()) continue;
     --it;
-    if (ev.push_index >= it->end) continue;
-    Span& s = spans[static_cast<std::size_t>(it - ranges.begin())];
-    const auto kind = static_cast<StreamKind>(ev.stream % kStreamKinds);
-    if (kind == StreamKind::comm) {
-      s.comm.emplace_back(ev.start_ns, ev.end_ns);
-      s.comm_first = std::min(s.comm_first, ev.start_ns);
+    if (ev.push_index >= it->range.end) continue;
+    if (static_cast<StreamKind>(ev.stream % kStreamKinds) == StreamKind::comm) {
+      it->comm.emplace_back(ev.start_ns, ev.end_ns);
+      it->comm_first = std::min(it->comm_first, ev.start_ns);
     } else {
-      s.bwd0 = std::min(s.bwd0, ev.start_ns);
-      s.bwd1 = std::max(s.bwd1, ev.end_ns);
+      it->bwd0 = std::min(it->bwd0, ev.start_ns);
+      it->bwd1 = std::max(it->bwd1, ev.end_ns);
     }
   }
-  std::int64_t comm_ns = 0, hidden_ns = 0;
-  for (std::size_t i = static_cast<std::size_t>(warm); i < spans.size(); ++i) {
-    const Span& s = spans[i];
-    if (s.comm.empty() || s.bwd1 < s.bwd0) continue;
-    ++res.steps_measured;
-    if (s.comm_first < s.bwd1) ++res.steps_first_bucket_overlapped;
-    for (auto [a, b] : s.comm) {
-      comm_ns += b - a;
-      hidden_ns += overlap(a, b, s.bwd0, s.bwd1);
+}
+
+std::vector<std::pair<std::int64_t, OverlapFigures>> OverlapMeter::close_through(std::int64_t step) {
+  std::vector<std::pair<std::int64_t, OverlapFigures>> out;
+  while (!open_.empty() && open_.front().range.step <= step) {
+    const Span& s = open_.front();
+    if (!s.comm.empty() && s.bwd0 <= s.bwd1) {
+      OverlapFigures f;
+      f.steps = 1;
+      if (s.comm_first < s.bwd1) ++f.first_bucket_overlapped;
+      for (auto [a, b] : s.comm) {
+        f.comm_ns += b - a;
+        f.hidden_ns += overlap(a, b, s.bwd0, s.bwd1);
+      }
+      out.emplace_back(s.range.step, f);
     }
+    open_.pop_front();
   }
-  if (res.steps_measured) {
-    res.comm_ms_per_step = static_cast<double>(comm_ns) / 1e6 / static_cast<double>(res.steps_measured);
-    res.comm_hidden_fraction = comm_ns ? static_cast<double>(hidden_ns) / static_cast<double>(comm_ns) : 0;
+  return out;
+}
+
+void record_overlap(const OverlapFigures& f, TrainResult& res) {
+  res.steps_measured = f.steps;
+  res.steps_first_bucket_overlapped = f.first_bucket_overlapped;
+  if (f.steps) {
+    res.comm_ms_per_step = static_cast<double>(f.comm_ns) / 1e6 / static_cast<double>(f.steps);
+    res.comm_hidden_fraction = f.comm_ns ? static_cast<double>(f.hidden_ns) / static_cast<double>(f.comm_ns) : 0;
   }
 }
 

@@ -2,10 +2,12 @@
 // of the whole run, and the summary a person reads at the end.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 #include "run.h"
 
@@ -31,6 +33,55 @@ TrainResult start_result(Run& run) {
   return res;
 }
 
+OverlapFigures read_timeline(Run& run, std::int64_t through) {
+  OverlapFigures got;
+  if (!run.timeline) return got;
+  run.meter.feed(run.own_trace ? run.e.take_trace() : run.e.read_trace(run.cursor));
+  for (const auto& [step, f] : run.meter.close_through(through)) {
+    got += f;
+    if (step >= run.measure_from && step < run.measure_to) run.overall += f;
+  }
+  return got;
+}
+
+namespace {
+
+/// `v` as JSON: a number, or null when `known` is false or it is not finite.
+std::string num(double v, bool known = true) {
+  if (!known || !std::isfinite(v)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+/// One JSON line of the interval that ends after `step` (rank 0).
+void write_metrics(Run& run, std::int64_t step, const TrainResult& res, double samples_per_s, double interval_s,
+                   const OverlapFigures& comm) {
+  const Stats now = run.e.stats();
+  const Stats& was = run.at_last_log;
+  const bool timed = run.timeline && comm.steps > 0;
+  std::ostringstream line;
+  line << "{\"step\":" << step + 1 << ",\"epoch\":" << step / run.steps_per_epoch + 1
+       << ",\"loss\":" << num(res.last_loss) << ",\"accuracy\":" << num(res.last_train_accuracy)
+       << ",\"samples_per_s\":" << num(samples_per_s) << ",\"interval_s\":" << num(interval_s)
+       << ",\"stalls\":" << now.stalls - was.stalls
+       << ",\"stall_ms\":" << num(static_cast<double>(now.stalled_ns - was.stalled_ns) / 1e6)
+       << ",\"blockers\":" << now.blockers - was.blockers
+       << ",\"blocked_ms\":" << num(static_cast<double>(now.blocked_ns - was.blocked_ns) / 1e6)
+       << ",\"queued_bytes\":" << now.queued_bytes << ",\"peak_queued_bytes\":" << now.peak_queued_bytes
+       << ",\"comm_steps\":" << comm.steps
+       << ",\"comm_ms\":" << num(static_cast<double>(comm.comm_ns) / 1e6, timed)
+       << ",\"comm_hidden_ms\":" << num(static_cast<double>(comm.hidden_ns) / 1e6, timed) << ",\"comm_hidden_fraction\":"
+       << num(comm.comm_ns ? static_cast<double>(comm.hidden_ns) / static_cast<double>(comm.comm_ns) : 0, timed)
+       << "}\n";
+  *run.metrics << line.str();
+  run.metrics->flush();
+  if (!*run.metrics) throw std::runtime_error("--metrics " + run.cfg.metrics_path + ": writing failed");
+  run.at_last_log = now;
+}
+
+}  // namespace
+
 bool log_due(const Run& run, std::int64_t step) {
   return (step + 1) % run.cfg.log_every == 0 || step + 1 == run.total;
 }
@@ -45,11 +96,17 @@ void report_progress(Run& run, std::int64_t step, TrainResult& res, double& t_lo
   res.last_loss = loss_mean;
   res.losses.push_back(loss_mean);
   res.last_train_accuracy = correct / (n * static_cast<double>(res.global_batch));
+  // The timeline up to the step before this one: the loss just read needed
+  // this step's forward, which needed the last step's update, so every op of
+  // the earlier steps' backward has run.
+  const OverlapFigures comm = read_timeline(run, step - 1);
+  const double samples_per_s = n * static_cast<double>(res.global_batch) / (t - t_log);
+  if (run.metrics) write_metrics(run, step, res, samples_per_s, t - t_log, comm);
   if (const Progress& progress = run.progress; progress.out) {
     std::ostringstream line;
     line << "step " << step + 1 << "/" << run.total << "  epoch " << step / run.steps_per_epoch + 1 << "  loss "
          << fmt("%.4f", loss_mean) << "  acc " << fmt("%.1f%%", 100 * res.last_train_accuracy) << "  "
-         << fmt("%.0f", n * static_cast<double>(res.global_batch) / (t - t_log)) << " samples/s  stalls "
+         << fmt("%.0f", samples_per_s) << " samples/s  stalls "
          << run.e.stats().stalls;
     if (progress.redraw) *progress.out << "\r" << std::left << std::setw(90) << line.str() << (last ? "\n" : "");
     else *progress.out << line.str() << "\n";

@@ -56,7 +56,8 @@ Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const
       rank(comm.rank()),
       ranks(comm.size()),
       dev(cfg.device),
-      trace(cfg.trace && dev.is_cpu() && !e.tracing()),
+      timeline(cfg.trace && dev.is_cpu()),
+      own_trace(timeline && !e.tracing()),
       adam(cfg.optimizer == "adam"),
       sampler(data.train.rows, cfg.batch, rank, ranks, cfg.seed),
       steps_per_epoch(sampler.steps_per_epoch()),
@@ -70,6 +71,17 @@ Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const
   loss_sum = zeros(Shape{}, {cfg.dtype, dev});
   correct_sum = zeros(Shape{}, {DType::i32, dev});
   if (rank == 0) fingerprint = run_fingerprint(cfg, data, ranks);
+  // Opened at start: a path that cannot be written stops the run before
+  // the work. Every rank learns it (the others would wait for rank 0).
+  int metrics_ok = 1;
+  if (rank == 0 && !cfg.metrics_path.empty()) {
+    metrics = std::make_unique<std::ofstream>(cfg.metrics_path, std::ios::trunc);
+    metrics_ok = *metrics ? 1 : 0;
+  }
+  if (!cfg.metrics_path.empty()) {
+    Tensor ok = comm.broadcast(full(Shape{}, metrics_ok, {DType::i32}), 0);
+    if (ok.item<int>() == 0) throw std::runtime_error("--metrics " + cfg.metrics_path + ": cannot write it");
+  }
   names = checkpoint_tensor_names(model.layers(), adam);
 }
 

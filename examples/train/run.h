@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,9 +37,19 @@ struct Run {
   const int rank, ranks;
   const Device dev;
   // The timeline times host work: on a GPU that is a kernel's launch, not its
-  // run, so the overlap figures would mean nothing there. Off as well when
-  // the timeline goes to a file (TIDE_TRACE), which keeps every event.
-  const bool trace;
+  // run, so the overlap figures would mean nothing there: read on the CPU
+  // only. When it goes to a file (TIDE_TRACE, --trace) it is the file's:
+  // read with a cursor and left whole; otherwise the trainer records it and
+  // takes it (own_trace), for 200 steps after the warm-up, or the whole run
+  // with --metrics.
+  const bool timeline;
+  const bool own_trace;
+  Engine::TraceCursor cursor;
+  OverlapMeter meter;
+  OverlapFigures overall;  // the run-wide figures: up to 200 steps after the warm-up
+  std::int64_t measure_from = 0, measure_to = 0;  // [from, to): the steps in `overall`
+  std::unique_ptr<std::ofstream> metrics;          // rank 0, with cfg.metrics_path
+  Stats at_last_log;                               // the engine's stats at the last log line
   const bool adam;
   Sampler sampler;
   const std::int64_t steps_per_epoch, total;  // global steps; the run ends at `total`
@@ -84,6 +96,11 @@ BackwardRange train_step(Run& run, std::int64_t step, Batch& batch);
 
 /// The result's fields known before the first step.
 TrainResult start_result(Run& run);
+
+/// Feeds the timeline recorded since the last read to the meter and closes
+/// the steps through `through`: their figures (and those in the run-wide
+/// window into run.overall). Nothing without a timeline.
+OverlapFigures read_timeline(Run& run, std::int64_t through);
 
 /// Whether a progress line (and the end of a log interval) falls after `step`.
 bool log_due(const Run& run, std::int64_t step);

@@ -46,24 +46,31 @@ void stop_tracing(Engine& e) {
 TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg, const Progress& progress) {
   Run run(comm, data, cfg, progress);                        // model, reducer, optimizer state, interval sums
   start_or_resume(run);                                      // rank 0's checkpoint, if any, on every rank
-  EngineSettings settings(run.e, cfg.lookahead, run.trace);  // sync policy and tracing, given back at the end
+  EngineSettings settings(run.e, cfg.lookahead, run.own_trace);  // sync policy and tracing, given back at the end
   TrainResult res = start_result(run);
   const std::int64_t warm = std::min<std::int64_t>(10, (run.total - run.start) / 4);
   constexpr std::int64_t kTracedSteps = 200;  // after the warm-up
-  std::vector<BackwardRange> backward_ranges;
+  run.measure_from = run.start + warm;
+  run.measure_to = run.measure_from + kTracedSteps;
+  // With --metrics every log line has its communication figures: the
+  // trainer's own recording then runs to the end (read at each line).
+  const bool stop_recording = run.own_trace && cfg.metrics_path.empty();
   Batch batch;
   double t_warm = now_s(), t_log = now_s();
 
   for (std::int64_t step = run.start; step < run.total; ++step) {
     if (step == run.start + warm) t_warm = now_s();
-    if (run.trace && step == run.start + warm + kTracedSteps) stop_tracing(run.e);
-    backward_ranges.push_back(train_step(run, step, batch));
+    if (stop_recording && step == run.measure_to) stop_tracing(run.e);
+    run.meter.add(train_step(run, step, batch));
     if (log_due(run, step)) report_progress(run, step, res, t_log);  // the loop's only blockers
     if (checkpoint_due(run, step)) save_checkpoint(run, step);
   }
   run.e.wait_all();
   record_speed(run, warm, now_s() - t_warm, res);
-  if (run.trace) measure_overlap(run.e, backward_ranges, warm, res);
+  if (run.timeline) {
+    read_timeline(run, run.total - 1);
+    record_overlap(run.overall, res);
+  }
   res.test_accuracy = test_accuracy(run, batch);
   for (const Tensor& p : run.model.params) res.params.push_back(p.to_vector<double>());
   // Every rank holds the same parameters, so every rank stops here alike: a

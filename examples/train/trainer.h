@@ -39,7 +39,11 @@ struct TrainConfig {
   /// there from the host each step.
   Device device = cpu(0);
   std::uint64_t seed = 1;      // weights and data order
-  bool trace = true;           // record 200 steps of the timeline to measure overlap (CPU only)
+  bool trace = true;           // read the timeline to measure overlap (CPU only; see Run::timeline)
+  /// A JSON line per log interval goes here (rank 0): loss, accuracy,
+  /// throughput, stalls, blockers, queued bytes, and the bucket
+  /// communication's time and the part hidden under backward. Empty: none.
+  std::string metrics_path;
 
   /// Throws tide::ValueError naming the first bad field.
   void validate() const;
