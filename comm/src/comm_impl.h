@@ -19,6 +19,7 @@
 
 #include "health/desync.h"
 #include "health/failure.h"
+#include "health/flight_recorder.h"
 #include "health/sync_check.h"
 #include "mpi/mpi_group.h"
 #include "nccl/nccl_sets.h"
@@ -78,6 +79,7 @@ struct Communicator::Impl {
     id.root = root;
     id.devices = devices;
     checks.note_host(id);
+    id.flight = detail::flight_pushed(mpi.ident, id);
     return id;
   }
   /// At the start of every collective's kernel (comm thread): the rank is
@@ -85,6 +87,7 @@ struct Communicator::Impl {
   void running(const detail::CollectiveId& what) {
     mpi.enter(what);
     checks.note_running(what.seq);
+    detail::flight_started(what.flight);
   }
   /// The group's members are known (a world at creation, a group in its
   /// split): failures are announced, and the desync check set up.

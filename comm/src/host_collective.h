@@ -22,8 +22,14 @@ void push_host_collective(const std::shared_ptr<Communicator::Impl>& impl, Engin
   push_comm(e, name, std::move(reads), std::move(writes), loc,
             [impl, what, kernel = std::move(kernel)](const OpContext& c) {
               impl->running(what);
-              impl->check_usable();
-              kernel(c, impl->mpi, what);
+              try {
+                impl->check_usable();
+                kernel(c, impl->mpi, what);
+              } catch (...) {
+                flight_ended(what.flight, true);
+                throw;
+              }
+              flight_ended(what.flight, false);
             });
 }
 

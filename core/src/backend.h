@@ -90,6 +90,12 @@ void sync_stream(void* native_stream);
 /// on CUDA), so a fault names the op that caused it. False for the stub.
 bool sync_mode();
 
+/// An NVTX range named `name` on the calling thread (the worker around each
+/// op), so that Nsight Systems shows tide's op names; nothing without CUDA.
+/// Without a profiler attached NVTX checks one pointer and returns.
+void range_push(const char* name) noexcept;
+void range_pop() noexcept;
+
 // --- Lanes -----------------------------------------------------------------
 
 /// A failure a lane call reports: empty `what` is success. `sticky`: the

@@ -258,6 +258,9 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
                   op.writes.size()};
     StreamCounters& sc = *counters_->streams[static_cast<std::size_t>(stream_index)];
     const std::int64_t t0 = now_ns();
+    sc.running_since.store(t0, std::memory_order_relaxed);
+    sc.running.store(op.name, std::memory_order_relaxed);
+    backend::range_push(op.name);
     try {
       op.fn(ctx);
       if (native_stream && gpu_sync_after_op_) backend::sync_stream(native_stream);
@@ -274,7 +277,11 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
       } catch (const std::exception&) {
       }
     }
+    backend::range_pop();
     const std::int64_t t1 = now_ns();
+    sc.running.store(nullptr, std::memory_order_relaxed);
+    sc.last.store(op.name, std::memory_order_relaxed);
+    sc.last_end.store(t1, std::memory_order_relaxed);
     Counters::bump(sc.ops);
     sc.busy_ns.store(sc.busy_ns.load(std::memory_order_relaxed) + (t1 - t0),
                      std::memory_order_relaxed);
@@ -501,6 +508,20 @@ std::vector<TraceEvent> Engine::read_trace(TraceCursor& cursor) {
   std::sort(out.begin(), out.end(),
             [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
   return out;
+}
+
+int Engine::stream_count() const noexcept { return static_cast<int>(counters_->streams.size()); }
+
+Engine::StreamActivity Engine::activity(int stream_index) const noexcept {
+  StreamActivity a;
+  if (stream_index < 0 || stream_index >= stream_count()) return a;
+  const StreamCounters& sc = *counters_->streams[static_cast<std::size_t>(stream_index)];
+  a.running = sc.running.load(std::memory_order_relaxed);
+  a.since_ns = sc.running_since.load(std::memory_order_relaxed);
+  a.last = sc.last.load(std::memory_order_relaxed);
+  a.last_end_ns = sc.last_end.load(std::memory_order_relaxed);
+  a.ops = sc.ops.load(std::memory_order_relaxed);
+  return a;
 }
 
 std::uint64_t Engine::trace_dropped() const {

@@ -29,6 +29,10 @@ struct StreamCounters {
   std::atomic<std::uint64_t> trace_dropped{0};
   std::mutex trace_mutex;  // taken only while tracing
   std::vector<TraceEvent> trace;
+  // What the worker does, for the flight recorder (Engine::activity):
+  // written by the worker only, read by anyone (a signal handler included).
+  std::atomic<const char*> running{nullptr}, last{nullptr};
+  std::atomic<std::int64_t> running_since{0}, last_end{0};
 };
 
 /// Counters written by workers and the frontend, read by stats().

@@ -36,6 +36,7 @@ int launcher_local_rank() {
 std::atomic<int> g_world_rank{-1};
 
 [[noreturn]] void abort_job(int rank, const std::string& why) {
+  write_flight_record(why.c_str());
   ending_job();
   std::fprintf(stderr, "tide: rank %d: %s\ntide: rank %d: ending the job (MPI_Abort)\n", rank, why.c_str(), rank);
   std::fflush(stderr);
@@ -170,6 +171,7 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
                    "using %d\n",
                    world_->rank(), announced, local_rank_, local_rank_);
     finish_init(options);
+    flight_record_engine(world_->rank(), engine_.get());
     g_world_rank.store(world_->rank());
     previous_terminate_ = std::set_terminate(terminate_under_mpi);
     install_termination_report();
@@ -282,6 +284,7 @@ Runtime::~Runtime() {
   }
   write_trace();
   scope_.reset();
+  if (owns_mpi_) flight_record_engine(world_->rank(), nullptr);  // not the engine freed below
   engine_.reset();  // drains queued work, then joins the workers
   // A collective or check that failed while draining (a desync in the last
   // steps, a peer that never joined) leaves a request MPI_Finalize would
@@ -316,6 +319,7 @@ void Runtime::fail(int code, const std::string& why) {
   std::fprintf(stderr, "[rank %d] %s\n", world_->rank(), why.c_str());
   std::fflush(stderr);
   if (owns_mpi_) {
+    write_flight_record(why.c_str());
     ending_job();
     MPI_Abort(MPI_COMM_WORLD, code);
   }

@@ -46,6 +46,7 @@ struct CollectiveId {
   std::int32_t devices = 0;  // tensors per rank, for a multi-device all-reduce
   std::uint64_t seq = 0;     // place in its communicator's sequence
   std::int64_t count = -1;   // elements per rank; -1: no data (barrier, split)
+  std::uint64_t flight = 0;  // its flight recorder record (0: none); not compared
 
   CollectiveSig sig() const;
   /// The inverse of sig(), for describing what another rank pushed.

@@ -1,5 +1,7 @@
 #include "failure.h"
 
+#include "flight_recorder.h"
+
 #include <cstdio>
 
 #include <tide/comm/types.h>
@@ -51,6 +53,7 @@ void FailureState::fail(const std::string& what, bool diagnosis) {
     std::fprintf(stderr, "tide: rank %d: collective failure: %s\n", world_rank_, what.c_str());
     std::fflush(stderr);
   }
+  if (news) flight_dump(what.c_str());
   throw CommError(what);
 }
 

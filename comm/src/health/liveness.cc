@@ -1,5 +1,7 @@
 #include "liveness.h"
 
+#include "flight_recorder.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -183,6 +185,7 @@ extern "C" void on_sigterm(int) {
     l.buf[l.n++] = '\n';
     ssize_t ignored = write(2, l.buf, l.n);
     (void)ignored;
+    flight_dump("ended by the launcher (SIGTERM)");
     // Stay a moment, so that the other survivors on this host, reporting
     // too, do not take this process for one that vanished (mpirun sends
     // SIGKILL after a second anyway).

@@ -18,6 +18,8 @@ std::string gpu(int device) { return cuda(device).str(); }
 }  // namespace
 
 bool built() { return false; }
+void range_push(const char*) noexcept {}
+void range_pop() noexcept {}
 int device_count() { return 0; }
 std::string device_uuid(int device) { not_built(gpu(device)); }
 void set_device(int device) { not_built(gpu(device)); }

@@ -188,6 +188,21 @@ class Engine {
                    const std::string& tide_json = "");
   /// "cpu:0/compute" for a stream index of this engine.
   std::string stream_name(int stream_index) const;
+  /// The number of stream indices (devices x stream kinds).
+  int stream_count() const noexcept;
+  /// What a stream's worker is doing, read from a few atomics the worker
+  /// stores around every op (any thread; async-signal-safe; fields may be
+  /// a moment apart): the op it runs now (null: none) and since when, the
+  /// last one it finished and when (steady_clock ns), and how many ran.
+  /// The flight recorder's "what each rank was doing".
+  struct StreamActivity {
+    const char* running = nullptr;
+    std::int64_t since_ns = 0;
+    const char* last = nullptr;
+    std::int64_t last_end_ns = 0;
+    std::uint64_t ops = 0;
+  };
+  StreamActivity activity(int stream_index) const noexcept;
 
   /// Skips every op not yet started (their outputs are poisoned with a
   /// cancellation error) and waits for the ones running. The engine stays
