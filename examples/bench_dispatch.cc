@@ -2,7 +2,7 @@
 // ops per second the backend runs, for the async engine with the naive
 // (synchronous) engine as the baseline in the same run.
 //
-//   bench_dispatch [--runs N] [--batch N] [--ops N] [--json FILE]
+//   bench_dispatch [--runs N] [--batch N] [--ops N] [--trace] [--json FILE]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -38,6 +38,7 @@ struct Config {
   int runs = 31;
   int batch = 2000;
   int ops = 100000;
+  bool trace = false;  // both engines record the timeline, as TIDE_TRACE makes them
   std::string json_path;
 };
 
@@ -83,11 +84,12 @@ tide::OpDesc make_op(const char* name, int stream, tide::KernelFn fn, tide::Stor
 
 // One engine with the storages and tensors the measurements use.
 struct Subject {
-  explicit Subject(tide::EngineKind kind) {
+  Subject(tide::EngineKind kind, bool trace) {
     tide::EngineOptions o;
     o.kind = kind;
     engine = tide::Engine::create(o);
     tide::EngineScope scope(*engine);
+    engine->set_tracing(trace);
     x = engine->allocate(kDev, 64);
     y = engine->allocate(kDev, 64);
     z = engine->allocate(kDev, 64);
@@ -241,7 +243,7 @@ void write_json(std::ostream& out, const Config& cfg, const std::string& command
 #endif
   w.field("command_line", command_line);
   w.field("push_runs", cfg.runs).field("push_batch", cfg.batch);
-  w.field("throughput_runs", kThroughputRuns).field("throughput_ops", cfg.ops);
+  w.field("throughput_runs", kThroughputRuns).field("throughput_ops", cfg.ops).field("tracing", cfg.trace);
   w.key("measurements").begin_array();
   for (const Row& r : rows) {
     w.begin_object();
@@ -273,6 +275,7 @@ int parse_args(int argc, char** argv, Config& cfg) {
   app.add_option("--runs", cfg.runs, "timed push batches per measurement")->check(count);
   app.add_option("--batch", cfg.batch, "pushes per batch")->check(count);
   app.add_option("--ops", cfg.ops, "ops per backend-throughput run")->check(count);
+  app.add_flag("--trace", cfg.trace, "both engines record the timeline (as TIDE_TRACE does): what tracing costs");
   app.add_option("--json", cfg.json_path, "also write every number as JSON to this file")
       ->check(tide::examples::file_name());
   return tide::examples::parse_command_line(app, argc, argv);
@@ -313,8 +316,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    Subject async(tide::EngineKind::async);
-    Subject naive(tide::EngineKind::naive);
+    Subject async(tide::EngineKind::async, cfg.trace);
+    Subject naive(tide::EngineKind::naive, cfg.trace);
 
     std::vector<Row> rows;
     auto push_row = [&](const char* name, PushCase what) {
