@@ -42,17 +42,23 @@ void wait_prompt(MpiGroup& mpi, MPI_Request* reqs, int n, const CollectiveId& wh
   mpi.wait(reqs, n, what);
 }
 
+/// The messages' buffers, on the heap: when a wait fails its requests stay
+/// pending (they cannot be cancelled), and MPI may still write here later.
+/// Leaked then, never freed under it.
+struct Buffers {
+  std::int64_t in = 0, out = 0;
+};
+
 /// Rank 0: answers `pings` pings from each other rank in turn with its clock.
-void answer_pings(MpiGroup& mpi, int pings, const CollectiveId& what) {
+void answer_pings(MpiGroup& mpi, int pings, const CollectiveId& what, Buffers& b) {
   for (int peer = 1; peer < mpi.size; ++peer) {
     for (int k = 0; k < pings; ++k) {
-      std::int64_t ping = 0;
       MPI_Request req;
-      if (int rc = MPI_Irecv(&ping, 1, MPI_INT64_T, peer, kClockTag, mpi.comm, &req); rc != MPI_SUCCESS)
+      if (int rc = MPI_Irecv(&b.in, 1, MPI_INT64_T, peer, kClockTag, mpi.comm, &req); rc != MPI_SUCCESS)
         mpi.mpi_failed(rc, "MPI_Irecv", what);
       wait_prompt(mpi, &req, 1, what);
-      std::int64_t now = steady_ns();
-      if (int rc = MPI_Isend(&now, 1, MPI_INT64_T, peer, kClockTag, mpi.comm, &req); rc != MPI_SUCCESS)
+      b.out = steady_ns();
+      if (int rc = MPI_Isend(&b.out, 1, MPI_INT64_T, peer, kClockTag, mpi.comm, &req); rc != MPI_SUCCESS)
         mpi.mpi_failed(rc, "MPI_Isend", what);
       wait_prompt(mpi, &req, 1, what);
     }
@@ -60,23 +66,23 @@ void answer_pings(MpiGroup& mpi, int pings, const CollectiveId& what) {
 }
 
 /// Another rank: pings rank 0 `pings` times and keeps the shortest round trip.
-ClockSample ping_rank0(MpiGroup& mpi, int pings, const CollectiveId& what) {
+ClockSample ping_rank0(MpiGroup& mpi, int pings, const CollectiveId& what, Buffers& b) {
   ClockSample best;
   std::int64_t best_rtt = std::numeric_limits<std::int64_t>::max();
   for (int k = 0; k < pings; ++k) {
-    std::int64_t reply = 0;
     MPI_Request reqs[2];
-    if (int rc = MPI_Irecv(&reply, 1, MPI_INT64_T, 0, kClockTag, mpi.comm, &reqs[0]); rc != MPI_SUCCESS)
+    if (int rc = MPI_Irecv(&b.in, 1, MPI_INT64_T, 0, kClockTag, mpi.comm, &reqs[0]); rc != MPI_SUCCESS)
       mpi.mpi_failed(rc, "MPI_Irecv", what);
-    std::int64_t sent = steady_ns();
-    if (int rc = MPI_Isend(&sent, 1, MPI_INT64_T, 0, kClockTag, mpi.comm, &reqs[1]); rc != MPI_SUCCESS)
+    b.out = steady_ns();
+    const std::int64_t sent = b.out;
+    if (int rc = MPI_Isend(&b.out, 1, MPI_INT64_T, 0, kClockTag, mpi.comm, &reqs[1]); rc != MPI_SUCCESS)
       mpi.mpi_failed(rc, "MPI_Isend", what);
     wait_prompt(mpi, reqs, 2, what);
     const std::int64_t back = steady_ns();
     if (back - sent < best_rtt) {
       best_rtt = back - sent;
       best.local_ns = sent + best_rtt / 2;
-      best.offset_ns = reply - best.local_ns;
+      best.offset_ns = b.in - best.local_ns;
       best.error_ns = (best_rtt + 1) / 2;
     }
   }
@@ -96,10 +102,16 @@ ClockSample Communicator::clock_offset(int pings, Loc loc) {
                                [out, pings](const OpContext&, MpiGroup& mpi, const CollectiveId& what) {
                                  out->local_ns = steady_ns();
                                  if (!mpi.spans_ranks()) return;
-                                 if (mpi.rank == 0)
-                                   answer_pings(mpi, pings, what);
-                                 else
-                                   *out = ping_rank0(mpi, pings, what);
+                                 auto buffers = std::make_unique<Buffers>();
+                                 try {
+                                   if (mpi.rank == 0)
+                                     answer_pings(mpi, pings, what, *buffers);
+                                   else
+                                     *out = ping_rank0(mpi, pings, what, *buffers);
+                                 } catch (...) {
+                                   (void)buffers.release();  // MPI may still write there
+                                   throw;
+                                 }
                                  detail::liveness_leave();
                                });
   e.wait_for(*token, "clock_offset", loc);

@@ -171,7 +171,7 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
                    "using %d\n",
                    world_->rank(), announced, local_rank_, local_rank_);
     finish_init(options);
-    flight_record_engine(world_->rank(), engine_.get());
+    flight_record_engine(world_->rank(), engine_.get(), options.trace_dir);
     g_world_rank.store(world_->rank());
     previous_terminate_ = std::set_terminate(terminate_under_mpi);
     install_termination_report();

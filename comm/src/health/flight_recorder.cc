@@ -38,7 +38,7 @@ struct Record {
   std::atomic<std::int64_t> pushed_ns{0}, started_ns{0}, ended_ns{0};
 };
 Record g_ring[kFlightRecords];
-std::atomic<std::uint64_t> g_next{1};  // written by the frontend only; read by the dump
+std::atomic<std::uint64_t> g_next{1};  // the next record's number
 
 constexpr int kMaxStreams = 64;
 constexpr std::size_t kNameBytes = 40;
@@ -70,6 +70,19 @@ struct Out {
                   static_cast<unsigned char>(*s) > 0x7e)
                      ? '?'
                      : *s;
+    put("\"");
+  }
+  /// str() of at most `max` bytes of `s` (a long failure message must not
+  /// crowd out the record), "..." marking a cut.
+  void str_capped(const char* s, std::size_t max) {
+    put("\"");
+    std::size_t k = 0;
+    for (; s && *s && k < max && n < kBytes - 2; ++s, ++k)
+      buf[n++] = (*s == '"' || *s == '\\' || static_cast<unsigned char>(*s) < 0x20 ||
+                  static_cast<unsigned char>(*s) > 0x7e)
+                     ? '?'
+                     : *s;
+    if (s && *s) put("...");
     put("\"");
   }
   void num(std::uint64_t v) {
@@ -150,8 +163,7 @@ void put_record(Out& o, const Record& r, std::uint64_t rec) {
 }  // namespace
 
 std::uint64_t flight_pushed(std::uint64_t ident, const CollectiveId& id) {
-  const std::uint64_t rec = g_next.load(std::memory_order_relaxed);
-  g_next.store(rec + 1, std::memory_order_relaxed);
+  const std::uint64_t rec = g_next.fetch_add(1, std::memory_order_relaxed);
   Record& r = g_ring[rec % kFlightRecords];
   r.record.store(0, std::memory_order_relaxed);  // being rewritten
   const CollectiveSig sig = id.sig();
@@ -180,7 +192,7 @@ void flight_ended(std::uint64_t rec, bool failed) {
   r.state.store(failed ? kFailed : kDone, std::memory_order_relaxed);
 }
 
-void flight_init(int world_rank, const Engine* engine) {
+void flight_init(int world_rank, const Engine* engine, const char* trace_dir) {
   if (!engine) {
     g_engine.store(nullptr, std::memory_order_release);
     return;
@@ -194,7 +206,7 @@ void flight_init(int world_rank, const Engine* engine) {
   g_streams.store(n, std::memory_order_relaxed);
   g_engine.store(engine, std::memory_order_release);
   const char* dir = std::getenv("TIDE_FLIGHT_DIR");
-  if (!dir || !*dir) dir = std::getenv("TIDE_TRACE");
+  if (!dir || !*dir) dir = trace_dir;
   g_path[0] = '\0';
   if (dir && *dir) std::snprintf(g_path, sizeof g_path, "%s/flight.rank%d.json", dir, world_rank);
 }
@@ -208,7 +220,7 @@ void flight_dump(const char* why) {
   o.num(static_cast<std::int64_t>(g_rank));
   o.put(",");
   o.key("why");
-  o.str(why);
+  o.str_capped(why, 4096);
   o.put(",");
   o.key("now_ns");
   o.num(now_ns());
@@ -283,7 +295,9 @@ void flight_dump(const char* why) {
 
 namespace tide {
 
-void flight_record_engine(int world_rank, const Engine* engine) { detail::flight_init(world_rank, engine); }
+void flight_record_engine(int world_rank, const Engine* engine, const std::string& trace_dir) {
+  detail::flight_init(world_rank, engine, trace_dir.c_str());
+}
 void write_flight_record(const char* why) { detail::flight_dump(why); }
 
 }  // namespace tide

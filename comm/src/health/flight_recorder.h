@@ -33,8 +33,9 @@ void flight_ended(std::uint64_t record, bool failed);
 
 /// At start (the Runtime, under MPI): this rank's number, the engine whose
 /// streams the record shows (its stream names are taken now), and where
-/// records go. `engine` null: forget the engine (it is being destroyed).
-void flight_init(int world_rank, const Engine* engine);
+/// records go (TIDE_FLIGHT_DIR, else `trace_dir`). `engine` null: forget
+/// the engine (it is being destroyed).
+void flight_init(int world_rank, const Engine* engine, const char* trace_dir);
 /// Writes this rank's record, once per process (later calls do nothing):
 /// async-signal-safe. `why` is said in the file.
 void flight_dump(const char* why);

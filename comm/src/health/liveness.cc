@@ -22,7 +22,7 @@ namespace {
 
 constexpr int kQueryTag = 1;
 constexpr int kAnswerTag = 2;
-constexpr int kAnswerWords = 10;  // query, state, ident, seq, sig (3), size, skip ident, skip seq + 1
+constexpr int kAnswerWords = 11;  // query, state, ident, seq, sig (3), size, skips: ident, first, last + 1
 
 // What the comm thread is in. Written by the comm thread only, read by the
 // answers (same thread) and by the SIGTERM handler (any thread): atomics,
@@ -31,7 +31,9 @@ enum State : std::uint64_t { kNone = 0, kIn = 1, kAfter = 2, kInCheck = 3 };
 struct Where {
   std::atomic<std::uint64_t> state{kNone}, ident{0}, seq{0}, size{0}, group{0};
   std::atomic<std::uint64_t> w[3] = {0, 0, 0};
-  std::atomic<std::uint64_t> skip_ident{0}, skip_seq1{0};  // the latest skip (seq + 1; 0: none)
+  // The latest run of consecutive skips, [skip_first, skip_last1) of
+  // communicator skip_ident (skip_last1 0: none).
+  std::atomic<std::uint64_t> skip_ident{0}, skip_first{0}, skip_last1{0};
 };
 Where g_where;
 
@@ -235,8 +237,16 @@ void liveness_leave() {
 }
 
 void liveness_skipped(std::uint64_t ident, std::uint64_t seq) {
-  g_where.skip_ident.store(ident, std::memory_order_relaxed);
-  g_where.skip_seq1.store(seq + 1, std::memory_order_relaxed);
+  // One failed op often poisons several collectives in a row (a backward's
+  // buckets): a run of them is kept, so a peer waiting in any is matched.
+  const bool extends = g_where.skip_last1.load(std::memory_order_relaxed) == seq &&
+                       g_where.skip_ident.load(std::memory_order_relaxed) == ident && seq > 0;
+  if (!extends) {
+    g_where.skip_last1.store(0, std::memory_order_relaxed);
+    g_where.skip_ident.store(ident, std::memory_order_relaxed);
+    g_where.skip_first.store(seq, std::memory_order_relaxed);
+  }
+  g_where.skip_last1.store(seq + 1, std::memory_order_relaxed);
 }
 
 void serve_queries(bool in_check) {
@@ -257,7 +267,8 @@ void serve_queries(bool in_check) {
                                                 g_where.w[2].load(std::memory_order_relaxed),
                                                 g_where.size.load(std::memory_order_relaxed),
                                                 g_where.skip_ident.load(std::memory_order_relaxed),
-                                                g_where.skip_seq1.load(std::memory_order_relaxed)};
+                                                g_where.skip_first.load(std::memory_order_relaxed),
+                                                g_where.skip_last1.load(std::memory_order_relaxed)};
     MPI_Send(answer, kAnswerWords, MPI_UINT64_T, st.MPI_SOURCE, kAnswerTag, g_ctrl);
   }
 }
@@ -288,7 +299,9 @@ void RollCall::ask(const std::vector<int>& world_ranks, int me) {
   asked_ = true;
   me_ = me;
   world_ranks_ = world_ranks;
-  answers_.assign(world_ranks.size(), Answer{});
+  // Asked again during one wait: earlier answers stay until newer ones come
+  // (a timeout just after a new ask still has them).
+  if (answers_.size() != world_ranks.size()) answers_.assign(world_ranks.size(), Answer{});
   if (!g_ready) return;
   // Unique across the job: the asker's world rank and its own count.
   query_ = (++g_next_query << 20) | static_cast<std::uint64_t>(g_world_rank);
@@ -316,24 +329,27 @@ void RollCall::collect() {
     for (int i = 0; i < 3; ++i) ans.sig.w[i] = a[4 + i];
     ans.size = a[7];
     ans.skip_ident = a[8];
-    ans.skip_seq1 = a[9];
+    ans.skip_first = a[9];
+    ans.skip_last1 = a[10];
   }
 }
 
 std::string RollCall::skip_found(std::uint64_t ident, const CollectiveId& id) const {
   const std::uint64_t my_skip_ident = g_where.skip_ident.load(std::memory_order_relaxed);
-  const std::uint64_t my_skip_seq1 = g_where.skip_seq1.load(std::memory_order_relaxed);
+  const std::uint64_t my_skip_first = g_where.skip_first.load(std::memory_order_relaxed);
+  const std::uint64_t my_skip_last1 = g_where.skip_last1.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < answers_.size(); ++i) {
     const Answer& a = answers_[i];
     if (static_cast<int>(i) == me_ || !a.got) continue;
     int skipper = -1, runner = -1;
     CollectiveId skipped;
-    if (a.skip_ident == ident && a.skip_seq1 == id.seq + 1) {
+    if (a.skip_ident == ident && a.skip_first <= id.seq && id.seq < a.skip_last1) {
       // It skipped the collective this rank waits in.
       skipper = static_cast<int>(i);
       runner = me_;
       skipped = id;
-    } else if (a.state == kIn && a.ident == ident && my_skip_ident == ident && my_skip_seq1 == a.seq + 1) {
+    } else if (a.state == kIn && a.ident == ident && my_skip_ident == ident && my_skip_first <= a.seq &&
+               a.seq < my_skip_last1) {
       // It waits in a collective this rank skipped.
       skipper = me_;
       runner = static_cast<int>(i);

@@ -35,7 +35,8 @@ void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool 
 /// ... and has finished it.
 void liveness_leave();
 /// The comm thread skipped collective `seq` of communicator `ident` (its
-/// input came from a failed op): roll calls carry the latest such skip, so
+/// input came from a failed op): roll calls carry the latest run of such
+/// consecutive skips, so
 /// that a rank waiting in a collective a peer skipped, or one whose peer
 /// waits in a collective it skipped, names the skip (RollCall::skip_found)
 /// when no desync check is left to compare the ranks.
@@ -81,7 +82,7 @@ class RollCall {
     bool got = false;
     std::uint64_t state = 0, ident = 0, seq = 0, size = 0;
     CollectiveSig sig;
-    std::uint64_t skip_ident = 0, skip_seq1 = 0;  // its latest skip: seq + 1 (0: none)
+    std::uint64_t skip_ident = 0, skip_first = 0, skip_last1 = 0;  // its latest run of skips (last1 0: none)
   };
   bool asked_ = false;
   std::uint64_t query_ = 0;

@@ -11,6 +11,8 @@
 
 #include <tide/comm/communicator.h>
 
+#include "../health/flight_recorder.h"
+
 namespace tide::detail {
 
 namespace {
@@ -66,6 +68,7 @@ class Watchdog {
     // The comm thread is stuck inside MPI, so it cannot disarm: the slot is
     // ours. Keep the lock, so that nothing re-arms it meanwhile.
     const std::string why = describe_ ? describe_() : "a blocking MPI call passed its deadline";
+    flight_dump(why.c_str());  // before ending_job: the record is this rank's last word
     ending_job();  // the SIGTERM that follows MPI_Abort needs no report of its own
     std::fprintf(stderr, "tide: rank %d: %s\ntide: rank %d: ending the job (MPI_Abort)\n", rank_, why.c_str(), rank_);
     std::fflush(stderr);

@@ -187,6 +187,7 @@ void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclC
         [&] { return MPI_Bcast(data, bytes, MPI_BYTE, 0, impl.mpi.comm); });
   }
   liveness_leave();
+  flight_ended(what.flight, false);  // its host side, the id's broadcast
   std::string gpus;
   for (const auto& nc : ncs) gpus += (gpus.empty() ? "cuda:" : ",cuda:") + std::to_string(nc->device);
   const std::string name = what.str(impl.peers()) + " for " + gpus;

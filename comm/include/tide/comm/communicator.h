@@ -71,12 +71,13 @@ void ending_job();
 
 /// The flight recorder (the last 256 collectives of this process with their
 /// times and states, and what each stream of `engine` runs now and ran last)
-/// is written once, to TIDE_FLIGHT_DIR/flight.rank<R>.json (else the
-/// TIDE_TRACE directory; else nowhere), when a collective fails, when the
-/// launcher ends the rank (SIGTERM) or at write_flight_record().
-/// launch/tide-trace flight DIR reads the ranks' files. The Runtime calls
-/// this at its start, and with a null engine at its end.
-void flight_record_engine(int world_rank, const Engine* engine);
+/// is written once, to TIDE_FLIGHT_DIR/flight.rank<R>.json (else
+/// `trace_dir`, the Runtime's TIDE_TRACE or --tide-trace directory; else
+/// nowhere), when a collective fails, when the launcher ends the rank
+/// (SIGTERM) or at write_flight_record(). launch/tide-trace flight DIR reads
+/// the ranks' files. The Runtime calls this at its start, and with a null
+/// engine at its end.
+void flight_record_engine(int world_rank, const Engine* engine, const std::string& trace_dir = "");
 /// Writes the flight record now, if not written yet (async-signal-safe);
 /// the Runtime does when it ends the job.
 void write_flight_record(const char* why);

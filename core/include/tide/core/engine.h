@@ -168,7 +168,8 @@ class Engine {
   /// The events of the ops completed since `cursor` (sorted by start),
   /// copied: they stay for take_trace() and write_trace(). Advances
   /// `cursor`. For a reader that must leave the timeline whole (one that
-  /// goes to a file); a take_trace() in between restarts the count.
+  /// goes to a file). Not to be mixed with take_trace(): after one, the
+  /// cursor still counts the events taken, and skips as many new ones.
   std::vector<TraceEvent> read_trace(TraceCursor& cursor);
   /// The frontend's side of the timeline (see FrontendEvent), in order, and
   /// cleared; at most 1M events are kept.
