@@ -1,6 +1,7 @@
 // The timeline proves the engine's ordering (every op starts after the end
 // of every op it depends on, over random programs on both engines), and
 // write_trace turns it into Chrome trace-event JSON that parses.
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -155,15 +157,22 @@ TEST_P(TraceFile, WritesJsonWithSpansWaitsBlockersAndSteps) {
   auto a = buffer(e), b = buffer(e);
   e.wait_all();
   e.set_tracing(true);
+  // The first producer holds until everything is pushed, so no dependency is
+  // already met when its consumer is pushed (the engine elides a wait on a
+  // stream that has passed the point): each one is a real wait, on any load.
+  const bool hold = GetParam() == EngineKind::async;
+  std::atomic<bool> pushed{false};
   for (int s = 0; s < 2; ++s) {
     auto step = e.step();
-    push(e, "produce \"x\"", cpu(0), StreamKind::compute, {}, {a}, [](const OpContext& c) {
+    push(e, "produce \"x\"", cpu(0), StreamKind::compute, {}, {a}, [&pushed, gate = hold && s == 0](const OpContext& c) {
+      while (gate && !pushed.load(std::memory_order_acquire)) std::this_thread::yield();
       busy_us(100);
       *c.out<std::int64_t>(0) = 7;
     });
     push(e, "consume", cpu(1), StreamKind::comm, {a}, {b},
          [](const OpContext& c) { *c.out<std::int64_t>(0) = *c.in<std::int64_t>(0) + 1; });
   }
+  pushed.store(true, std::memory_order_release);
   const int wait_line = __LINE__ + 1;
   e.wait_all();
   const std::string path = ::testing::TempDir() + "trace_file_test." + std::to_string(::getpid()) + ".json";
