@@ -62,28 +62,27 @@ struct Out {
   void put(const char* s) {
     while (s && *s && n < kBytes - 1) buf[n++] = *s++;
   }
-  /// A JSON string: quotes, and anything not plain printable ASCII as '?'.
-  void str(const char* s) {
-    put("\"");
-    for (; s && *s && n < kBytes - 2; ++s)
-      buf[n++] = (*s == '"' || *s == '\\' || static_cast<unsigned char>(*s) < 0x20 ||
-                  static_cast<unsigned char>(*s) > 0x7e)
-                     ? '?'
-                     : *s;
-    put("\"");
-  }
-  /// str() of at most `max` bytes of `s` (a long failure message must not
-  /// crowd out the record), "..." marking a cut.
-  void str_capped(const char* s, std::size_t max) {
+  /// A JSON string of at most `max` bytes of `s` ("..." marking a cut, so
+  /// that a long failure message cannot crowd out the record): quotes, and
+  /// anything not plain printable ASCII as '?'.
+  void str(const char* s, std::size_t max = kBytes) {
     put("\"");
     std::size_t k = 0;
-    for (; s && *s && k < max && n < kBytes - 2; ++s, ++k)
-      buf[n++] = (*s == '"' || *s == '\\' || static_cast<unsigned char>(*s) < 0x20 ||
-                  static_cast<unsigned char>(*s) > 0x7e)
-                     ? '?'
-                     : *s;
-    if (s && *s) put("...");
+    for (; s && *s && k < max && n < kBytes - 2; ++s, ++k) {
+      const auto c = static_cast<unsigned char>(*s);
+      buf[n++] = (c == '"' || c == '\\' || c < 0x20 || c > 0x7e) ? '?' : *s;
+    }
+    if (s && *s && k == max) put("...");
     put("\"");
+  }
+  /// ,"name":"text",`key`:value (one stream's running or last op).
+  void op_at(const char* name, const char* text, const char* at_key, std::int64_t at_ns) {
+    put(",");
+    key(name);
+    str(text);
+    put(",");
+    key(at_key);
+    num(at_ns);
   }
   void num(std::uint64_t v) {
     char d[24];
@@ -220,7 +219,7 @@ void flight_dump(const char* why) {
   o.num(static_cast<std::int64_t>(g_rank));
   o.put(",");
   o.key("why");
-  o.str_capped(why, 4096);
+  o.str(why, 4096);
   o.put(",");
   o.key("now_ns");
   o.num(now_ns());
@@ -253,22 +252,8 @@ void flight_dump(const char* why) {
       o.put(",");
       o.key("ops");
       o.num(a.ops);
-      if (a.running) {
-        o.put(",");
-        o.key("running");
-        o.str(a.running);
-        o.put(",");
-        o.key("running_since_ns");
-        o.num(a.since_ns);
-      }
-      if (a.last) {
-        o.put(",");
-        o.key("last");
-        o.str(a.last);
-        o.put(",");
-        o.key("last_end_ns");
-        o.num(a.last_end_ns);
-      }
+      if (a.running) o.op_at("running", a.running, "running_since_ns", a.since_ns);
+      if (a.last) o.op_at("last", a.last, "last_end_ns", a.last_end_ns);
       o.put("}");
     }
   }
