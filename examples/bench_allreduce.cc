@@ -1,8 +1,8 @@
 // All-reduce bandwidth, in the style of nccl-tests: tide's all_reduce_ (an
 // op on the comm stream, pushed back to back and waited for once) against
 // MPI's own MPI_Allreduce called in a loop, in the same run. Each size is
-// measured --reps times, tide and MPI alternated, so that the machine's
-// drift hits both; times are averaged across ranks, the table gives the
+// measured --reps times, tide and MPI alternated (each first in every other
+// repetition), so that the machine's drift hits both; times are averaged across ranks, the table gives the
 // medians over the repetitions and the median of the repetitions' tide/MPI
 // ratios. Bus bandwidth uses nccl-tests' all-reduce factor.
 //
@@ -146,7 +146,7 @@ int main(int argc, char** argv) try {
     for (float v : check.to_vector<float>()) wrong += v != p * (p + 1) / 2.0f;
 
     tide::Tensor t = tide::zeros({count});
-    std::vector<float> buf(static_cast<std::size_t>(count), 0.0f);
+    rt->wait_all();  // t is written before MPI touches it
     std::vector<std::int64_t> push_ns;
     auto tide_burst = [&](int n) {  // total us, averaged across ranks
       for (int i = 0; i < o.warmup; ++i) rt->world().all_reduce_(t);
@@ -161,22 +161,35 @@ int main(int argc, char** argv) try {
       rt->wait_all();
       return mean_across_ranks((now_ns() - t0) / 1e3, p);
     };
+    // MPI reduces the same memory as tide (idle between tide's bursts, which
+    // end in wait_all): a buffer of its own measured up to 10% apart at 8 and
+    // 16 MiB here, where the machine's cache and pages decide, not the call.
+    float* const buf = static_cast<float*>(t.storage()->data());
     auto mpi_burst = [&](int n) {
       for (int i = 0; i < o.warmup; ++i)
-        MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       MPI_Barrier(MPI_COMM_WORLD);
       const std::int64_t t0 = now_ns();
       for (int i = 0; i < n; ++i)
-        MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, buf, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       return mean_across_ranks((now_ns() - t0) / 1e3, p);
     };
     std::vector<Fit> tide_reps, mpi_reps;
     std::vector<double> ratios, steady_ratios;
     for (int rep = 0; rep < o.reps; ++rep) {
-      const double tide_short = tide_burst(o.iters);
-      const double mpi_short = mpi_burst(o.iters);
-      const double tide_long = tide_burst(kLong * o.iters);
-      const double mpi_long = mpi_burst(kLong * o.iters);
+      // Odd repetitions run MPI first: neither side always follows the other.
+      double tide_short, mpi_short, tide_long, mpi_long;
+      if (rep % 2 == 0) {
+        tide_short = tide_burst(o.iters);
+        mpi_short = mpi_burst(o.iters);
+        tide_long = tide_burst(kLong * o.iters);
+        mpi_long = mpi_burst(kLong * o.iters);
+      } else {
+        mpi_short = mpi_burst(o.iters);
+        tide_short = tide_burst(o.iters);
+        mpi_long = mpi_burst(kLong * o.iters);
+        tide_long = tide_burst(kLong * o.iters);
+      }
       tide_reps.push_back(fit(tide_short, tide_long, o.iters));
       mpi_reps.push_back(fit(mpi_short, mpi_long, o.iters));
       ratios.push_back(mpi_short > 0 ? tide_short / mpi_short : 0.0);
