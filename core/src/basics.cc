@@ -98,6 +98,7 @@ std::string SyncPolicy::str() const {
   std::ostringstream os;
   os << "steps in flight " << (max_inflight_steps ? std::to_string(max_inflight_steps) : "unbounded")
      << ", queued ops " << cap(max_queued_ops) << ", queued bytes " << cap(max_queued_bytes)
+     << ", queued host bytes " << cap(max_queued_host_bytes)
      << ", low water " << low_water;
   return os.str();
 }

@@ -54,7 +54,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
       if (!v.written) op->bytes += d.writes[i]->nbytes();
       v.written = true;  // here already, so a storage listed twice counts once
     }
-    gate_queue(op->bytes);
+    gate_queue(op->bytes, s.on_host());
 
     op->seq = s.next_seq();
     op->step = current_step();
@@ -77,6 +77,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     }
     pushed_ops_++;
     pushed_bytes_ += op->bytes;
+    if (s.on_host()) pushed_host_bytes_ += op->bytes;
     s.enqueue(op);
     if (++pushes_since_sample_ == kSampleEvery) sample_queue();
   }
@@ -124,63 +125,71 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   // work is an upper bound) and reads the streams' counters again only when
   // the estimate reaches a cap, or every kSampleEvery pushes for the peak
   // statistics. So a push does not touch the workers' cache lines.
-  void gate_queue(std::uint64_t bytes) {
+  struct Queued {
+    std::uint64_t ops, bytes, host_bytes;
+  };
+
+  void gate_queue(std::uint64_t bytes, bool host) {
     auto& c = *counters_;
     const std::uint64_t max_ops = policy_.max_queued_ops;
-    const std::uint64_t max_bytes = policy_.max_queued_bytes;
     if (max_ops && pushed_ops_ - seen_completed_ops_ >= max_ops && sample_queue().ops >= max_ops) {
       auto low = static_cast<std::uint64_t>(static_cast<double>(max_ops) * policy_.low_water);
       if (low >= max_ops) low = max_ops - 1;
       stall(c.stalls_ops, [&] { return queued().ops <= low; });
       sample_queue();
     }
-    if (max_bytes) {
-      std::uint64_t estimate = pushed_bytes_ - seen_completed_bytes_;
-      if (estimate > 0 && estimate + bytes > max_bytes) {
-        std::uint64_t qb = sample_queue().bytes;
-        if (qb > 0 && qb + bytes > max_bytes) {
-          auto low = static_cast<std::uint64_t>(static_cast<double>(max_bytes) * policy_.low_water);
-          // An op larger than the cap runs alone rather than never.
-          stall(c.stalls_bytes, [&] {
-            std::uint64_t now = queued().bytes;
-            return now == 0 || (now <= low && now + bytes <= max_bytes);
-          });
-          sample_queue();
-        }
-      }
-    }
+    gate_bytes(bytes, policy_.max_queued_bytes, pushed_bytes_ - seen_completed_bytes_, &Queued::bytes);
+    if (host)
+      gate_bytes(bytes, policy_.max_queued_host_bytes, pushed_host_bytes_ - seen_completed_host_bytes_,
+                 &Queued::host_bytes);
   }
 
-  struct Queued {
-    std::uint64_t ops, bytes;
-  };
+  /// Stalls a push of `bytes` that would take the queued bytes `field`
+  /// (estimated at `estimate` from what the frontend saw) over `cap`.
+  void gate_bytes(std::uint64_t bytes, std::uint64_t cap, std::uint64_t estimate, std::uint64_t Queued::*field) {
+    if (!cap || estimate == 0 || estimate + bytes <= cap) return;
+    const std::uint64_t qb = sample_queue().*field;
+    if (qb == 0 || qb + bytes <= cap) return;
+    auto low = static_cast<std::uint64_t>(static_cast<double>(cap) * policy_.low_water);
+    // An op larger than the cap runs alone rather than never.
+    stall(counters_->stalls_bytes, [&] {
+      const std::uint64_t now = queued().*field;
+      return now == 0 || (now <= low && now + bytes <= cap);
+    });
+    sample_queue();
+  }
 
   /// Exact queued work, from every stream's counters (any thread).
   Queued queued() const {
-    std::uint64_t pushed = 0, done = 0, pushed_b = 0, done_b = 0;
+    std::uint64_t pushed = 0, done = 0, pushed_b = 0, done_b = 0, pushed_h = 0, done_h = 0;
     for (const auto& s : streams_) {
       done += s->completed();  // completed first: pushed read later is >= it
       done_b += s->completed_bytes();
+      if (s->on_host()) done_h += s->completed_bytes();
     }
     for (const auto& s : streams_) {
       pushed += s->pushed();
       pushed_b += s->pushed_bytes();
+      if (s->on_host()) pushed_h += s->pushed_bytes();
     }
-    return {pushed - done, pushed_b - done_b};
+    return {pushed - done, pushed_b - done_b, pushed_h - done_h};
   }
 
   /// Frontend: refreshes the completed counts it knows and the peaks.
   Queued sample_queue() {
     pushes_since_sample_ = 0;
-    std::uint64_t done = 0, done_b = 0;
+    std::uint64_t done = 0, done_b = 0, done_h = 0;
     for (auto& s : streams_) {
       done += s->completed();
-      done_b += s->completed_bytes();
+      const std::uint64_t b = s->completed_bytes();
+      done_b += b;
+      if (s->on_host()) done_h += b;
       s->reclaim();
     }
     seen_completed_ops_ = done;
     seen_completed_bytes_ = done_b;
-    Queued q{pushed_ops_ - done, pushed_bytes_ - done_b};
+    seen_completed_host_bytes_ = done_h;
+    Queued q{pushed_ops_ - done, pushed_bytes_ - done_b, pushed_host_bytes_ - done_h};
     auto& c = *counters_;
     c.note_peak(c.peak_queued_ops, q.ops);
     c.note_peak(c.peak_queued_bytes, q.bytes);
@@ -294,8 +303,8 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   std::deque<std::vector<StreamPoint>> step_ends_;  // per ended step: each stream's last op
   // Frontend only.
   static constexpr int kSampleEvery = 32;
-  std::uint64_t pushed_ops_ = 0, pushed_bytes_ = 0;
-  std::uint64_t seen_completed_ops_ = 0, seen_completed_bytes_ = 0;
+  std::uint64_t pushed_ops_ = 0, pushed_bytes_ = 0, pushed_host_bytes_ = 0;
+  std::uint64_t seen_completed_ops_ = 0, seen_completed_bytes_ = 0, seen_completed_host_bytes_ = 0;
   int pushes_since_sample_ = 0;
   // Read by every worker after each op, written only around a stall.
   alignas(64) std::atomic<int> gate_waiters_{0};

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "cpu_cache.h"
 #include "memory.h"
 
 #include "backend.h"
@@ -10,9 +11,10 @@
 namespace tide {
 
 // GPU memory comes from the GPU backend (backend.h).
-// CPU memory: 64-byte aligned so kernels may use aligned vector loads. Freed
-// by whoever drops the last reference; queued ops hold one, so a block is
-// never released before its last use has completed.
+// CPU memory: 64-byte aligned so kernels may use aligned vector loads, from
+// the caching allocator (cpu_cache.h). Given back by whoever drops the last
+// reference; queued ops hold one, so a block is never reused before its last
+// use has completed: stream order needs nothing more on the CPU.
 Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
     : engine_id_(engine_id), device_(device), nbytes_(nbytes) {
   if (device.is_cuda()) {
@@ -31,11 +33,11 @@ Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
   // could never be backed, and a kernel writing it would be killed.
   const std::uint64_t host = memory::host_memory_bytes();
   if (nbytes > host) fail("more than this machine's " + memory::format_bytes(host) + " of RAM and swap");
-  // Whole cache lines: a worker writing one storage never shares a line
-  // with anything the frontend or another worker writes.
-  std::size_t rounded = (nbytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  data_ = std::aligned_alloc(64, rounded);
+  // Whole cache lines (a worker writing one storage never shares a line
+  // with anything the frontend or another worker writes), from the caching
+  // allocator: a block comes back there once this storage's last reference,
+  // and so its last queued op, is gone.
+  data_ = cpu_cache::allocate(device.index, nbytes);
   if (!data_) fail("the system refused the allocation");
   memory::note_cpu_held(device.index, nbytes);
 }
@@ -45,7 +47,7 @@ Storage::~Storage() {
     backend::free(device_.index, data_);
     return;
   }
-  std::free(data_);
+  cpu_cache::release(device_.index, data_, nbytes_);
   memory::note_cpu_released(device_.index, nbytes_);
 }
 

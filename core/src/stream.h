@@ -95,6 +95,8 @@ class Stream {
   std::uint64_t completed() const { return completed_.load(std::memory_order_seq_cst); }
   std::uint64_t completed_bytes() const { return completed_bytes_.load(std::memory_order_seq_cst); }
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
+  /// A CPU device's stream (its ops' outputs are host memory).
+  bool on_host() const { return lane_ == nullptr; }
   /// Blocks until `seq` ops have completed: a short spin, then sleep.
   void wait_until(std::uint64_t seq);
   /// The native stream of a GPU stream (cudaStream_t on CUDA), null on a

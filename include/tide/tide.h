@@ -1,6 +1,7 @@
 // The one header a tide user includes.
 #pragma once
 
+#include <tide/core/cpu_cache.h>
 #include <tide/core/device.h>
 #include <tide/core/dtype.h>
 #include <tide/core/engine.h>
