@@ -17,10 +17,6 @@
 #include <thread>
 #include <vector>
 
-#if defined(__GLIBC__)
-#include <malloc.h>  // mallopt
-#endif
-
 #include <tide/tide.h>
 
 #include "common/cli.h"
@@ -238,9 +234,6 @@ void write_json(std::ostream& out, const Config& cfg, const std::string& command
   w.field("method",
           "push: per-op time of a batch of pushes (OpDesc construction included), async workers "
           "parked on a latch op while timing; throughput: pushes until wait_all returns");
-#if defined(__GLIBC__)
-  w.field("malloc_trim_threshold_raised", true);
-#endif
   w.field("command_line", command_line);
   w.field("push_runs", cfg.runs).field("push_batch", cfg.batch);
   w.field("throughput_runs", kThroughputRuns).field("throughput_ops", cfg.ops).field("tracing", cfg.trace);
@@ -297,14 +290,6 @@ int main(int argc, char** argv) {
   if (const int status = parse_args(argc, argv, cfg); status >= 0) return status;
   const std::string command_line = tide::examples::command_line(argc, argv);
 
-#if defined(__GLIBC__)
-  // Each push run fills a queue of a few hundred KiB of ops and drains it;
-  // by default glibc then hands the freed heap top back to the OS and the
-  // next run page-faults it in again, which made runs of 500 pushes look
-  // twice as slow as runs of 2,000. A steady-state loop recycles that memory,
-  // so keep it: the numbers then do not depend on the batch size.
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
 
   std::ofstream json_out;  // opened now, so a bad path fails before the measuring
   if (!cfg.json_path.empty()) {

@@ -12,7 +12,7 @@
 // across ranks (peak queued bytes: the largest rank). Rank 0 prints and
 // writes the files.
 //
-//   mpirun -np R bench_scaling [--steps N] [--reps N] [--quick] [--os-malloc]
+//   mpirun -np R bench_scaling [--steps N] [--reps N] [--quick]
 //                              [--json FILE] [--dat FILE]
 //
 // Exit status: 0 when every check passes, 3 when one fails (the files are
@@ -26,9 +26,6 @@
 #include <string>
 #include <vector>
 
-#if defined(__GLIBC__)
-#include <malloc.h>  // mallopt
-#endif
 
 #include <sys/resource.h>  // getrusage: page faults
 
@@ -341,16 +338,15 @@ std::vector<Check> checks(const Report& rep) {
 }
 
 void write_json(std::ostream& os, const Report& rep, const std::vector<Check>& chk, int ranks, bool uses_mpi,
-                bool malloc_kept, const Config& cfg, const std::string& command_line) {
+                const Config& cfg, const std::string& command_line) {
   tide::examples::JsonWriter w(os);
   w.begin_object();
   w.field("benchmark", "bench_scaling");
   tide::examples::write_machine(w);
   w.field("command_line", command_line);
   w.field("ranks", ranks).field("uses_mpi", uses_mpi).field("reps", cfg.reps).field("quick", cfg.quick);
-  w.field("allocator", malloc_kept ? "glibc malloc keeping freed memory (M_MMAP_THRESHOLD 32 MiB, no trimming), "
-                                     "standing in for a caching allocator"
-                                   : "glibc malloc, default settings");
+  w.field("allocator", "tide's caching CPU allocator, limit " +
+                           std::to_string(tide::cpu_cache_stats(0).limit_bytes >> 20) + " MiB per device");
   w.field("method",
           "each step: 7 elementwise f32 ops with new outputs, an out-of-place all-reduce (avg) of the gradient, "
           "and a loss scalar accumulated on the device, read once after the last step; lookahead k = "
@@ -478,18 +474,6 @@ int main(int argc, char** argv) {
   const bool root = rt->rank() == 0;
   Config cfg;
   if (const int status = parse_args(argc, argv, cfg, root); status >= 0) return status;
-  // tide has no caching allocator yet: a storage is a plain allocation, freed
-  // once its last op has run. With glibc's defaults, freed 4 MB blocks go
-  // back to the OS and the next ones are page-faulted in again, and the more
-  // steps run ahead, the more of them are fresh: that made large steps with
-  // lookahead several times slower than sync, which is the allocator, not
-  // the dispatch. So keep freed memory in the process, as a caching
-  // allocator would (--os-malloc measures the default instead).
-  bool malloc_kept = false;
-#if defined(__GLIBC__)
-  if (!cfg.os_malloc)
-    malloc_kept = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1;  // -1: never trim
-#endif
   // Opened now, so a bad path fails before the measuring, on every rank at once.
   std::ofstream json_out, dat_out;
   if (root && !cfg.json_path.empty()) json_out.open(cfg.json_path);
@@ -517,8 +501,10 @@ int main(int argc, char** argv) {
 
     if (root) {
       print_report(rep, rt->size(), cfg);
-      std::printf("allocator: %s\n\n", malloc_kept ? "freed memory kept in the process (mallopt), like a caching allocator"
-                                                 : "glibc defaults (freed large blocks return to the OS)");
+      const tide::CpuCacheStats cache = tide::cpu_cache_stats(0);
+      std::printf("allocator: tide's caching CPU allocator, limit %llu MiB: %llu hits, %llu misses, peak in use %.1f MiB\n\n",
+                  static_cast<unsigned long long>(cache.limit_bytes >> 20), static_cast<unsigned long long>(cache.hits),
+                  static_cast<unsigned long long>(cache.misses), static_cast<double>(cache.peak_in_use_bytes) / (1 << 20));
       const std::vector<Check> chk = checks(rep);
       for (const Check& c : chk) {
         std::printf("check: %-6s %s\n", c.pass ? "OK" : "FAILED", c.what.c_str());
@@ -526,7 +512,7 @@ int main(int argc, char** argv) {
       }
       std::printf("%s\n", failed ? "FAILED: some checks did not pass" : "OK: every check passed");
       if (json_out.is_open()) {
-        write_json(json_out, rep, chk, rt->size(), rt->world().uses_mpi(), malloc_kept, cfg, command_line);
+        write_json(json_out, rep, chk, rt->size(), rt->world().uses_mpi(), cfg, command_line);
         json_out.close();
         if (!json_out) throw tide::ValueError("writing " + cfg.json_path + " failed");
         std::printf("wrote %s\n", cfg.json_path.c_str());

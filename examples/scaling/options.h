@@ -11,7 +11,6 @@ struct Config {
   int steps = 20;  // steps per run for large ops; smaller ops run more (OpSize::steps_scale)
   int reps = 5;
   bool quick = false;
-  bool os_malloc = false;  // leave glibc's malloc settings alone
   std::string json_path, dat_path;
 };
 
@@ -27,8 +26,6 @@ inline int parse_args(int argc, char** argv, Config& cfg, bool print) {
                                "steps per run for large ops; medium ops run 5x, tiny ops 10x as many")->check(count);
   auto* reps = app.add_option("--reps", cfg.reps, "timed repetitions per configuration, median reported")->check(count);
   app.add_flag("--quick", cfg.quick, "--steps 6 --reps 1 and a quarter of the cost-model ops: a smoke test");
-  app.add_flag("--os-malloc", cfg.os_malloc,
-               "keep glibc's default malloc settings (freed large blocks go back to the OS)");
   app.add_option("--json", cfg.json_path, "also write every number as JSON (rank 0)")->check(file_name());
   app.add_option("--dat", cfg.dat_path, "also write one line per configuration for gnuplot (rank 0)")
       ->check(file_name());
