@@ -3,14 +3,16 @@
 # everything is already there. Needs root (or sudo) only when it installs.
 # python3 runs launch/tide-trace (merging trace files). --bench also installs
 # gnuplot and jq, which the benchmark and plotting scripts draw and read
-# results with.
+# results with; --peers PyTorch (Python and C++) and NumPy for the CPU, the
+# peers the benchmarks are compared with (examples/peers/).
 set -euo pipefail
 
 packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2 python3)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(gnuplot-nox jq) ;;
-    *) echo "tide setup: unknown argument '$arg' (expected --bench)" >&2; exit 2 ;;
+    --peers) packages+=(python3-torch python3-numpy libtorch-dev) ;;
+    *) echo "tide setup: unknown argument '$arg' (expected --bench or --peers)" >&2; exit 2 ;;
   esac
 done
 
