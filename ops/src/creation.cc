@@ -35,9 +35,12 @@ Tensor fill(const char* name, const Shape& shape, double value, const TensorOpti
 // sine of one Box-Muller transform of the pair's two words. So each element
 // is a pure function of (seed, offset + i), whatever the device, stream or
 // engine, every word is used, and a call of n elements advances the engine's
-// offset by n. Values are computed in double and rounded to T once at the
-// end; an f32 uniform that would round up to 1.0f becomes the largest float
-// below 1. The kernels: cpu/creation.cc and cuda/creation_kernels.cu.
+// offset by n. Uniforms and f64 normals are computed in double and rounded
+// to T once at the end; an f32 uniform that would round up to 1.0f becomes
+// the largest float below 1. f32 normals are computed in float by
+// normal_f32.h, whose every step is an IEEE-rounded operation (no libm), so
+// they too are the same bits on every backend. The kernels: cpu/creation.cc
+// and cuda/creation_kernels.cu.
 using kernels::RandomKind;
 
 Tensor random(const char* name, RandomKind kind, const Shape& shape, const TensorOptions& o,

@@ -1,5 +1,6 @@
 // Creation ops: fills, arange, from_vector, Philox rand/randn, and the
 // blockers that read a tensor back (item, to_vector, printing).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -157,6 +158,78 @@ TEST_P(CreationTest, RandnMatchesBoxMuller) {
     // Same formula in double; 1e-12 leaves room for libm calls compiled
     // differently (inlined, constant-folded) here and in the kernel.
     EXPECT_NEAR(d[i], normal_ref(i, seed), 1e-12) << i;
+}
+
+// What f32 randn approximates for element j (normal_f32.h), in double: the
+// radius of u = ((w1 >> 1) | 1) / 2^31 (the numerator rounded to float) and
+// the angle q pi/2 + (f - 1/2) pi/2 of w2's top two bits q and next 22 f.
+double normal_f32_ref(std::uint64_t j, std::uint64_t seed) {
+  philox::Block b = philox::philox4x32_10(j / 4, seed);
+  const std::uint64_t first = j % 4 / 2 * 2;
+  const std::uint32_t w1 = b.v[first], w2 = b.v[first + 1];
+  const double u = static_cast<float>(static_cast<std::int32_t>((w1 >> 1) | 1u)) / 2147483648.0;
+  const double f = ((w2 >> 8) & 0x3fffffu) / 4194304.0;
+  const double t = (w2 >> 30) * std::numbers::pi / 2 + (f - 0.5) * std::numbers::pi / 2;
+  const double r = std::sqrt(-2.0 * std::log(u));
+  return j % 2 == 0 ? r * std::cos(t) : r * std::sin(t);
+}
+
+TEST_P(CreationTest, RandnF32IsItsTransformToFloatPrecision) {
+  // 2^18 + 3 elements: every lane, whole runs of the vectorised loop and a
+  // partial block at the end. The float log and sine polynomials and their
+  // roundings stay within 8 float ulps of a value near the radius's size.
+  const std::int64_t n = (1 << 18) + 3;
+  const std::uint64_t seed = 5;
+  std::vector<float> z = randn({n}, {DType::f32}, {seed}).to_vector<float>();
+  double worst = 0;
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    const double ref = normal_f32_ref(i, seed);
+    const double err = std::abs(z[i] - ref) / std::max(1.0, std::abs(ref));
+    worst = std::max(worst, err);
+    ASSERT_LE(err, 8 * 0x1p-24) << "element " << i << ": " << z[i] << " against " << ref;
+  }
+  EXPECT_GT(worst, 0.0);  // float is no double: some element differs
+
+  // Starting anywhere inside a block or a run gives the same elements.
+  for (std::uint64_t skip : {1u, 2u, 3u, 5u, 255u, 257u, 1001u}) {
+    eng().manual_seed(seed);
+    eng().take_rng_offset(skip);
+    std::vector<float> part = randn({3000}, {DType::f32}).to_vector<float>();
+    for (std::size_t i = 0; i < part.size(); ++i)
+      ASSERT_EQ(part[i], z[skip + i]) << "skip " << skip << " element " << i;
+  }
+}
+
+TEST_P(CreationTest, RandnF32Distribution) {
+  // 2^20 normals: moments, the two tails, and the angle of each pair spread
+  // over 16 equal sectors (a quadrant or sign slip would empty some).
+  const std::int64_t n = 1 << 20;
+  std::vector<float> z = randn({n}, {DType::f32}, {77}).to_vector<float>();
+  double s1 = 0, s2 = 0, s4 = 0;
+  std::int64_t above2 = 0, below2 = 0;
+  std::vector<std::int64_t> sector(16, 0);
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    const double x = z[i];
+    ASSERT_TRUE(std::isfinite(x)) << i;
+    s1 += x;
+    s2 += x * x;
+    s4 += x * x * x * x;
+    above2 += x > 2;
+    below2 += x < -2;
+    if (i % 2 == 0) {
+      const double t = std::atan2(z[i + 1], z[i]) + std::numbers::pi;
+      ++sector[std::min<std::size_t>(15, static_cast<std::size_t>(t / (2 * std::numbers::pi) * 16))];
+    }
+  }
+  const double m = s1 / n, var = s2 / n - m * m, kurt = s4 / n / (var * var);
+  // Standard errors at n = 2^20: mean 0.001, variance 0.0014, kurtosis 0.005.
+  EXPECT_NEAR(m, 0.0, 0.006);
+  EXPECT_NEAR(var, 1.0, 0.01);
+  EXPECT_NEAR(kurt, 3.0, 0.04);
+  // P(x > 2) = 0.02275: 23,856 expected, standard error about 153.
+  EXPECT_NEAR(above2, 23856, 1000);
+  EXPECT_NEAR(below2, 23856, 1000);
+  for (std::int64_t c : sector) EXPECT_NEAR(c, n / 2 / 16, 1000);  // 32,768 each, error about 175
 }
 
 TEST_P(CreationTest, RandomStatistics) {

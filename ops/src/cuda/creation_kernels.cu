@@ -10,6 +10,7 @@
 
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
+#include <tide/ops/normal_f32.h>
 #include <tide/ops/philox.h>
 
 #include "grid_util.cuh"
@@ -36,8 +37,9 @@ __global__ void arange_kernel(T* out, std::int64_t n, double start, double step)
 
 /// One thread per Philox block: block c covers counter positions 4c..4c+3,
 /// of which those in [offset, offset + n) are written. Each value is
-/// computed in double with the CPU's expressions (no operation here can be
-/// contracted into an fma) and rounded to T once.
+/// computed with the CPU's expressions (no operation here can be contracted
+/// into an fma): f32 normals in float by normal_f32.h, the rest in double,
+/// rounded to T once.
 template <typename T, bool Normal>
 __global__ void random_kernel(T* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset) {
   // A uniform double within 2^-25 of 1 rounds to 1.0f: keep [0, 1).
@@ -49,7 +51,13 @@ __global__ void random_kernel(T* out, std::int64_t n, std::uint64_t seed, std::u
     const std::uint64_t counter = first_block + t;
     const philox::Block b = philox::philox4x32_10(counter, seed);
     double v[4];
-    if constexpr (Normal) {
+    if constexpr (Normal && std::is_same_v<T, float>) {
+      // f32 normals: the float transform the CPU runs (normal_f32.h).
+      float z[4];
+      normal_f32::pair(b.v[0], b.v[1], z[0], z[1]);
+      normal_f32::pair(b.v[2], b.v[3], z[2], z[3]);
+      for (int k = 0; k < 4; ++k) v[k] = z[k];
+    } else if constexpr (Normal) {
       for (int pair = 0; pair < 2; ++pair) {
         // 1 - u1 lies in (0, 1], so the log is finite.
         const double u1 = philox::to_unit(b.v[2 * pair]), u2 = philox::to_unit(b.v[2 * pair + 1]);
