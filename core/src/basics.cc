@@ -1,4 +1,7 @@
 // Small value types: dtype names, shapes, errors, policies.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -6,6 +9,8 @@
 #include <tide/core/error.h>
 #include <tide/core/shape.h>
 #include <tide/core/sync_policy.h>
+
+#include "memory.h"
 
 namespace tide {
 
@@ -85,6 +90,22 @@ std::string format_call_site(const std::source_location& loc) {
   return file + ":" + std::to_string(loc.line()) + " (" + loc.function_name() + ")";
 }
 
+std::uint64_t SyncPolicy::default_max_queued_host_bytes() {
+  static const std::uint64_t cap = std::min<std::uint64_t>(memory::host_memory_bytes() / 64, 256ull << 20);
+  return cap;
+}
+
+std::uint64_t SyncPolicy::default_streaming_op_bytes() {
+  static const std::uint64_t bytes = [] {
+    const long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 <= 0) return std::uint64_t{1} << 20;
+    return std::clamp<std::uint64_t>(static_cast<std::uint64_t>(l2), 256u << 10, 2u << 20);
+  }();
+  return bytes;
+}
+
+std::uint64_t SyncPolicy::default_max_streaming_host_bytes() { return 2 * default_streaming_op_bytes(); }
+
 void SyncPolicy::validate() const {
   if (!(low_water > 0.0 && low_water <= 1.0) || std::isnan(low_water))
     throw PolicyError("SyncPolicy.low_water must be in (0, 1], got " + std::to_string(low_water));
@@ -99,6 +120,8 @@ std::string SyncPolicy::str() const {
   os << "steps in flight " << (max_inflight_steps ? std::to_string(max_inflight_steps) : "unbounded")
      << ", queued ops " << cap(max_queued_ops) << ", queued bytes " << cap(max_queued_bytes)
      << ", queued host bytes " << cap(max_queued_host_bytes)
+     << ", streaming host bytes " << cap(max_streaming_host_bytes) << " (ops writing at most "
+     << streaming_op_bytes << ")"
      << ", low water " << low_water;
   return os.str();
 }

@@ -54,7 +54,9 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
       if (!v.written) op->bytes += d.writes[i]->nbytes();
       v.written = true;  // here already, so a storage listed twice counts once
     }
-    gate_queue(op->bytes, s.on_host());
+    if (s.on_host() && policy_.max_streaming_host_bytes && op->bytes && op->bytes <= policy_.streaming_op_bytes)
+      op->streaming_bytes = op->bytes;
+    gate_queue(*op, s.on_host());
 
     op->seq = s.next_seq();
     op->step = current_step();
@@ -78,6 +80,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     pushed_ops_++;
     pushed_bytes_ += op->bytes;
     if (s.on_host()) pushed_host_bytes_ += op->bytes;
+    pushed_streaming_bytes_ += op->streaming_bytes;
     s.enqueue(op);
     if (++pushes_since_sample_ == kSampleEvery) sample_queue();
   }
@@ -126,10 +129,11 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   // the estimate reaches a cap, or every kSampleEvery pushes for the peak
   // statistics. So a push does not touch the workers' cache lines.
   struct Queued {
-    std::uint64_t ops, bytes, host_bytes;
+    std::uint64_t ops, bytes, host_bytes, streaming_bytes;
   };
 
-  void gate_queue(std::uint64_t bytes, bool host) {
+  void gate_queue(const QueuedOp& op, bool host) {
+    const std::uint64_t bytes = op.bytes;
     auto& c = *counters_;
     const std::uint64_t max_ops = policy_.max_queued_ops;
     if (max_ops && pushed_ops_ - seen_completed_ops_ >= max_ops && sample_queue().ops >= max_ops) {
@@ -142,6 +146,9 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     if (host)
       gate_bytes(bytes, policy_.max_queued_host_bytes, pushed_host_bytes_ - seen_completed_host_bytes_,
                  &Queued::host_bytes);
+    if (op.streaming_bytes)
+      gate_bytes(bytes, policy_.max_streaming_host_bytes, pushed_streaming_bytes_ - seen_completed_streaming_bytes_,
+                 &Queued::streaming_bytes);
   }
 
   /// Stalls a push of `bytes` that would take the queued bytes `field`
@@ -161,35 +168,40 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   /// Exact queued work, from every stream's counters (any thread).
   Queued queued() const {
-    std::uint64_t pushed = 0, done = 0, pushed_b = 0, done_b = 0, pushed_h = 0, done_h = 0;
+    std::uint64_t pushed = 0, done = 0, pushed_b = 0, done_b = 0, pushed_h = 0, done_h = 0, pushed_s = 0, done_s = 0;
     for (const auto& s : streams_) {
       done += s->completed();  // completed first: pushed read later is >= it
       done_b += s->completed_bytes();
       if (s->on_host()) done_h += s->completed_bytes();
+      done_s += s->completed_streaming_bytes();
     }
     for (const auto& s : streams_) {
       pushed += s->pushed();
       pushed_b += s->pushed_bytes();
       if (s->on_host()) pushed_h += s->pushed_bytes();
+      pushed_s += s->pushed_streaming_bytes();
     }
-    return {pushed - done, pushed_b - done_b, pushed_h - done_h};
+    return {pushed - done, pushed_b - done_b, pushed_h - done_h, pushed_s - done_s};
   }
 
   /// Frontend: refreshes the completed counts it knows and the peaks.
   Queued sample_queue() {
     pushes_since_sample_ = 0;
-    std::uint64_t done = 0, done_b = 0, done_h = 0;
+    std::uint64_t done = 0, done_b = 0, done_h = 0, done_s = 0;
     for (auto& s : streams_) {
       done += s->completed();
       const std::uint64_t b = s->completed_bytes();
       done_b += b;
       if (s->on_host()) done_h += b;
+      done_s += s->completed_streaming_bytes();
       s->reclaim();
     }
     seen_completed_ops_ = done;
     seen_completed_bytes_ = done_b;
     seen_completed_host_bytes_ = done_h;
-    Queued q{pushed_ops_ - done, pushed_bytes_ - done_b, pushed_host_bytes_ - done_h};
+    seen_completed_streaming_bytes_ = done_s;
+    Queued q{pushed_ops_ - done, pushed_bytes_ - done_b, pushed_host_bytes_ - done_h,
+             pushed_streaming_bytes_ - done_s};
     auto& c = *counters_;
     c.note_peak(c.peak_queued_ops, q.ops);
     c.note_peak(c.peak_queued_bytes, q.bytes);
@@ -303,8 +315,9 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   std::deque<std::vector<StreamPoint>> step_ends_;  // per ended step: each stream's last op
   // Frontend only.
   static constexpr int kSampleEvery = 32;
-  std::uint64_t pushed_ops_ = 0, pushed_bytes_ = 0, pushed_host_bytes_ = 0;
-  std::uint64_t seen_completed_ops_ = 0, seen_completed_bytes_ = 0, seen_completed_host_bytes_ = 0;
+  std::uint64_t pushed_ops_ = 0, pushed_bytes_ = 0, pushed_host_bytes_ = 0, pushed_streaming_bytes_ = 0;
+  std::uint64_t seen_completed_ops_ = 0, seen_completed_bytes_ = 0, seen_completed_host_bytes_ = 0,
+                seen_completed_streaming_bytes_ = 0;
   int pushes_since_sample_ = 0;
   // Read by every worker after each op, written only around a stall.
   alignas(64) std::atomic<int> gate_waiters_{0};

@@ -54,6 +54,8 @@ void Stream::reclaim() {
 
 void Stream::enqueue(QueuedOp* op) {
   if (op->bytes) pushed_bytes_.store(pushed_bytes() + op->bytes, std::memory_order_relaxed);
+  if (op->streaming_bytes)
+    pushed_streaming_bytes_.store(pushed_streaming_bytes() + op->streaming_bytes, std::memory_order_relaxed);
   queue_.push(op);
 }
 
@@ -110,6 +112,9 @@ void Stream::finish(QueuedOp* op) {
   if (op->bytes)
     completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes,
                            std::memory_order_seq_cst);
+  if (op->streaming_bytes)
+    completed_streaming_bytes_.store(
+        completed_streaming_bytes_.load(std::memory_order_relaxed) + op->streaming_bytes, std::memory_order_seq_cst);
   finished_.push(op);  // the op is the frontend's again from here
   complete(seq);
   hooks_.completed();

@@ -29,6 +29,7 @@ struct QueuedOp {
   std::uint64_t step = 0;
   std::uint64_t push_index = 0;
   std::uint64_t bytes = 0;  // memory it allocates; counted as queued until it completes
+  std::uint64_t streaming_bytes = 0;  // the same, when the sync policy counts it as streaming
   StreamPoint waits[kMaxWaits]{};
   int nwaits = 0;
 
@@ -37,6 +38,7 @@ struct QueuedOp {
     desc.reads.clear();
     desc.writes.clear();
     bytes = 0;
+    streaming_bytes = 0;
     nwaits = 0;
   }
 };
@@ -94,6 +96,10 @@ class Stream {
   // worker's seq_cst store and its load of the gate's waiter count.
   std::uint64_t completed() const { return completed_.load(std::memory_order_seq_cst); }
   std::uint64_t completed_bytes() const { return completed_bytes_.load(std::memory_order_seq_cst); }
+  std::uint64_t pushed_streaming_bytes() const { return pushed_streaming_bytes_.load(std::memory_order_relaxed); }
+  std::uint64_t completed_streaming_bytes() const {
+    return completed_streaming_bytes_.load(std::memory_order_seq_cst);
+  }
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
   /// A CPU device's stream (its ops' outputs are host memory).
   bool on_host() const { return lane_ == nullptr; }
@@ -123,10 +129,12 @@ class Stream {
   // Written by the frontend.
   alignas(64) std::atomic<std::uint64_t> pushed_{0};
   std::atomic<std::uint64_t> pushed_bytes_{0};
+  std::atomic<std::uint64_t> pushed_streaming_bytes_{0};
   std::vector<QueuedOp*> free_;
   // Written by the worker.
   alignas(64) std::atomic<std::uint64_t> completed_{0};
   std::atomic<std::uint64_t> completed_bytes_{0};
+  std::atomic<std::uint64_t> completed_streaming_bytes_{0};
   // Sleeping waiters on completed_: the lowest count one of them waits for
   // (kNobody if none), so that a completion wakes them only once one of them
   // can go on, not at every op of a long queue. Lowered by a waiter under

@@ -1,10 +1,8 @@
 // The caching allocator of CPU storages: a freed block serves the next
 // allocation of its size class, stats add up, the limit holds, a bad
-// TIDE_CPU_CACHE_MB is refused; and the sync policy's cap on queued host
-// bytes.
+// TIDE_CPU_CACHE_MB is refused.
 #include <cstdlib>
 #include <latch>
-#include <thread>
 
 #include <tide/core/cpu_cache.h>
 
@@ -112,36 +110,6 @@ TEST(CpuCacheLimit, ABadLimitIsRefusedNamingTheVariable) {
   } catch (const ValueError& err) {
     EXPECT_NE(std::string(err.what()).find("TIDE_CPU_CACHE_MB=lots"), std::string::npos) << err.what();
   }
-}
-
-TEST(QueuedHostBytes, CapKeepsQueuedHostBytesUnderIt) {
-  constexpr std::size_t kOpBytes = 4096;
-  SyncPolicy p;
-  p.max_queued_host_bytes = 10 * kOpBytes;
-  EngineFixture e(EngineKind::async, 1, p);
-  std::latch hold(1);
-  push(*e, "held", cpu(0), StreamKind::compute, {}, {}, [&](const OpContext&) { hold.wait(); });
-  std::thread releaser([&] {
-    while (e->stats().queued_bytes < 10 * kOpBytes) std::this_thread::yield();
-    hold.count_down();
-  });
-  for (int i = 0; i < 200; ++i) {
-    auto out = e->allocate(cpu(0), kOpBytes);
-    push(*e, "alloc", cpu(0), StreamKind::compute, {}, {out}, [](const OpContext&) {});
-  }
-  e->wait_all();
-  releaser.join();
-  const Stats s = e->stats();
-  EXPECT_LE(s.peak_queued_bytes, 10 * kOpBytes);
-  EXPECT_GE(s.stalls_bytes, 1u);
-}
-
-TEST(QueuedHostBytes, TheDefaultIsBoundedAndUnboundedLiftsIt) {
-  EXPECT_EQ(SyncPolicy{}.max_queued_host_bytes, SyncPolicy::kDefaultMaxQueuedHostBytes);
-  EXPECT_GT(SyncPolicy::kDefaultMaxQueuedHostBytes, 0u);
-  EXPECT_EQ(SyncPolicy::steps(2).max_queued_host_bytes, SyncPolicy::kDefaultMaxQueuedHostBytes);
-  EXPECT_EQ(SyncPolicy::unbounded().max_queued_host_bytes, 0u);
-  EXPECT_NE(SyncPolicy{}.str().find("queued host bytes"), std::string::npos);
 }
 
 }  // namespace

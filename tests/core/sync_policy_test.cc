@@ -147,19 +147,7 @@ TEST(QueuedBytes, CapKeepsQueuedBytesUnderIt) {
   SyncPolicy p;
   p.max_queued_bytes = 10 * kOpBytes;
   EngineFixture e(EngineKind::async, 1, p);
-  std::latch hold(1);
-  push(*e, "held", cpu(0), StreamKind::compute, {}, {}, [&](const OpContext&) { hold.wait(); });
-  std::thread releaser([&] {
-    while (e->stats().queued_bytes < 10 * kOpBytes) std::this_thread::yield();
-    hold.count_down();
-  });
-  for (int i = 0; i < 200; ++i) {
-    auto out = e->allocate(cpu(0), kOpBytes);
-    push(*e, "alloc", cpu(0), StreamKind::compute, {}, {out}, [](const OpContext&) {});
-  }
-  e->wait_all();
-  releaser.join();
-  Stats s = e->stats();
+  const Stats s = push_held_outputs(*e, std::vector<std::size_t>(200, kOpBytes), 10 * kOpBytes).stats;
   EXPECT_LE(s.peak_queued_bytes, 10 * kOpBytes);
   EXPECT_GE(s.stalls_bytes, 1u);
   EXPECT_EQ(s.queued_bytes, 0u);

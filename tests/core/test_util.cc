@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <chrono>
+#include <thread>
 
 namespace tide::test {
 
@@ -30,6 +31,31 @@ void push(Engine& e, const char* name, Device device, StreamKind stream, Storage
   op.fn = [f = std::make_shared<std::function<void(const OpContext&)>>(std::move(fn))](
               const OpContext& ctx) { (*f)(ctx); };
   e.push(std::move(op));
+}
+
+HeldRun push_held_outputs(Engine& e, const std::vector<std::size_t>& sizes, std::uint64_t release_at) {
+  std::latch hold(1);
+  std::atomic<bool> pushed{false};
+  HeldRun run;
+  push(e, "held", cpu(0), StreamKind::compute, {}, {}, [&](const OpContext&) { hold.wait(); });
+  std::thread releaser([&] {
+    for (;;) {
+      const bool all = pushed.load();
+      run.queued_at_release = e.stats().queued_bytes;
+      if (all || run.queued_at_release >= release_at) break;
+      std::this_thread::yield();
+    }
+    hold.count_down();
+  });
+  for (std::size_t b : sizes) {
+    auto out = e.allocate(cpu(0), b);
+    push(e, "alloc", cpu(0), StreamKind::compute, {}, {out}, [](const OpContext&) {});
+  }
+  pushed = true;
+  e.wait_all();
+  releaser.join();
+  run.stats = e.stats();
+  return run;
 }
 
 void busy_us(int us) {

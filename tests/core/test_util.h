@@ -6,6 +6,7 @@
 #include <functional>
 #include <latch>
 #include <memory>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <tide/core/engine.h>
@@ -37,5 +38,16 @@ void push(Engine& e, const char* name, Device device, StreamKind stream, Storage
 
 /// Burns roughly `us` microseconds of CPU (a stand-in for real work).
 void busy_us(int us);
+
+/// On cpu(0)'s compute stream: an op that holds the stream until the engine
+/// reports at least `release_at` queued bytes (or until every push below is
+/// done), then one op per entry of `sizes`, each writing a fresh storage of
+/// that many bytes. Returns the engine's stats once all has run, and the
+/// queued bytes seen when the held op was let go.
+struct HeldRun {
+  Stats stats;
+  std::uint64_t queued_at_release = 0;
+};
+HeldRun push_held_outputs(Engine& e, const std::vector<std::size_t>& sizes, std::uint64_t release_at);
 
 }  // namespace tide::test

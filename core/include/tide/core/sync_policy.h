@@ -13,12 +13,17 @@ struct SyncPolicy {
   /// The default op cap: generous, so a plain loop runs far ahead, yet it
   /// keeps a runaway loop from eating all memory.
   static constexpr std::uint64_t kDefaultMaxQueuedOps = 1u << 20;
-  /// The default cap on host bytes in flight. On a CPU the backend is the
-  /// bottleneck of any loop of large ops; running further ahead only makes
-  /// it cycle through more memory (and, beyond the caching allocator's
-  /// limit, page-fault fresh memory): outputs within this cap are reused
-  /// while still in the processor's cache.
-  static constexpr std::uint64_t kDefaultMaxQueuedHostBytes = 8ull << 20;
+  /// The default cap on streaming host bytes (see max_streaming_host_bytes):
+  /// twice default_streaming_op_bytes().
+  static std::uint64_t default_max_streaming_host_bytes();
+  /// The default cap on all host bytes queued: a 64th of RAM and swap, at
+  /// most 256 MiB, a quarter of the caching allocator's default limit, so
+  /// that what is queued and what the low-water drain frees both stay within
+  /// what it keeps (nothing is page-faulted).
+  static std::uint64_t default_max_queued_host_bytes();
+  /// The default size of a streaming op's outputs: the processor's level-2
+  /// cache (per core), within [256 KiB, 2 MiB]; 1 MiB where it is not known.
+  static std::uint64_t default_streaming_op_bytes();
 
   /// Step n+k may not begin until step n has completed on every stream.
   std::uint32_t max_inflight_steps = 0;
@@ -26,8 +31,18 @@ struct SyncPolicy {
   std::uint64_t max_queued_ops = kDefaultMaxQueuedOps;
   /// Bytes allocated by ops pushed and not yet completed, on any device.
   std::uint64_t max_queued_bytes = 0;
-  /// The same, for ops on CPU devices' streams only.
-  std::uint64_t max_queued_host_bytes = kDefaultMaxQueuedHostBytes;
+  /// The same, for ops on CPU devices' streams only: the memory bound.
+  std::uint64_t max_queued_host_bytes = default_max_queued_host_bytes();
+  /// The same again, counting only streaming ops: ops on CPU devices'
+  /// streams whose outputs total at most `streaming_op_bytes`. On a CPU the
+  /// backend is the bottleneck of a loop of such ops, and running further
+  /// ahead only makes it cycle through more memory: within this cap their
+  /// outputs are reused while still in the processor's cache. Larger
+  /// outputs are not held back by it (they do not fit in a core's cache
+  /// anyway, and running ahead of them is what async is for).
+  std::uint64_t max_streaming_host_bytes = default_max_streaming_host_bytes();
+  /// The largest outputs of a streaming op.
+  std::uint64_t streaming_op_bytes = default_streaming_op_bytes();
   /// Resume below this fraction of a cap, in (0, 1].
   double low_water = 0.5;
 
@@ -39,6 +54,7 @@ struct SyncPolicy {
     SyncPolicy p;
     p.max_queued_ops = 0;
     p.max_queued_host_bytes = 0;
+    p.max_streaming_host_bytes = 0;
     return p;
   }
   static SyncPolicy steps(std::uint32_t k) {

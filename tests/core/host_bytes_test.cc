@@ -1,0 +1,92 @@
+// The sync policy's two caps on host memory: max_queued_host_bytes bounds
+// everything queued on CPU devices; max_streaming_host_bytes holds back only
+// ops with small outputs (streaming ops), so that a loop of them reuses warm
+// memory, while large outputs are free to run ahead.
+#include <cstdint>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tide::test {
+namespace {
+
+constexpr std::uint64_t kNever = ~std::uint64_t{0};  // release the held op only when all is pushed
+
+TEST(HostBytes, TheMemoryCapKeepsQueuedHostBytesUnderIt) {
+  constexpr std::size_t kOpBytes = 4096;
+  SyncPolicy p;
+  p.max_queued_host_bytes = 10 * kOpBytes;
+  EngineFixture e(EngineKind::async, 1, p);
+  const Stats s = push_held_outputs(*e, std::vector<std::size_t>(200, kOpBytes), 10 * kOpBytes).stats;
+  EXPECT_LE(s.peak_queued_bytes, 10 * kOpBytes);
+  EXPECT_GE(s.stalls_bytes, 1u);
+}
+
+TEST(HostBytes, TheStreamingCapHoldsSmallOutputs) {
+  constexpr std::size_t kOpBytes = 4096;
+  SyncPolicy p;
+  p.max_streaming_host_bytes = 20 * kOpBytes;
+  p.streaming_op_bytes = kOpBytes;
+  EngineFixture e(EngineKind::async, 1, p);
+  const Stats s = push_held_outputs(*e, std::vector<std::size_t>(200, kOpBytes), 20 * kOpBytes).stats;
+  EXPECT_LE(s.peak_queued_bytes, 20 * kOpBytes);
+  EXPECT_GE(s.stalls_bytes, 1u);
+}
+
+TEST(HostBytes, LargeOutputsRunAheadOfTheStreamingCap) {
+  // 16 KiB outputs are over the 8 KiB of a streaming op: 50 of them (800
+  // KiB, ten times the streaming cap) queue behind a held op without a stall.
+  SyncPolicy p;
+  p.max_streaming_host_bytes = 80 << 10;
+  p.streaming_op_bytes = 8 << 10;
+  EngineFixture e(EngineKind::async, 1, p);
+  const HeldRun r = push_held_outputs(*e, std::vector<std::size_t>(50, 16 << 10), kNever);
+  EXPECT_EQ(r.stats.stalls_bytes, 0u);
+  EXPECT_EQ(r.queued_at_release, 50u * (16 << 10));
+}
+
+TEST(HostBytes, SmallOutputsBehindLargeOnesAreNotHeld) {
+  // 20 large outputs (320 KiB queued, four times the streaming cap) and then
+  // 10 small ones (40 KiB of streaming bytes, under the cap): no stall, the
+  // streaming cap counts streaming ops only.
+  SyncPolicy p;
+  p.max_streaming_host_bytes = 80 << 10;
+  p.streaming_op_bytes = 8 << 10;
+  EngineFixture e(EngineKind::async, 1, p);
+  std::vector<std::size_t> sizes(20, 16 << 10);
+  sizes.insert(sizes.end(), 10, 4 << 10);
+  const HeldRun r = push_held_outputs(*e, sizes, kNever);
+  EXPECT_EQ(r.stats.stalls_bytes, 0u);
+  EXPECT_EQ(r.queued_at_release, 20u * (16 << 10) + 10u * (4 << 10));
+}
+
+TEST(HostBytes, DefaultsLetTheChaptersMatmulLoopRunAhead) {
+  // 10 x (randn + matmul) of 1000 x 1000 f32: 20 outputs of 4 MB, each
+  // larger than a streaming op's. Under the default policy none of it waits,
+  // so the loop returns at once.
+  if (SyncPolicy::default_max_queued_host_bytes() < 80'000'000)
+    GTEST_SKIP() << "under 5 GB of memory and swap: the default cap is under the loop's 80 MB";
+  EngineFixture e;
+  const HeldRun r = push_held_outputs(*e, std::vector<std::size_t>(20, 4'000'000), kNever);
+  EXPECT_EQ(r.stats.stalls, 0u);
+  EXPECT_EQ(r.queued_at_release, 80'000'000u);
+}
+
+TEST(HostBytes, DefaultsAreBoundedAndUnboundedLiftsThem) {
+  const SyncPolicy d;
+  EXPECT_EQ(d.max_queued_host_bytes, SyncPolicy::default_max_queued_host_bytes());
+  EXPECT_GT(d.max_queued_host_bytes, 0u);
+  EXPECT_LE(d.max_queued_host_bytes, std::uint64_t{256} << 20);
+  EXPECT_EQ(d.streaming_op_bytes, SyncPolicy::default_streaming_op_bytes());
+  EXPECT_GE(d.streaming_op_bytes, std::uint64_t{256} << 10);
+  EXPECT_LE(d.streaming_op_bytes, std::uint64_t{2} << 20);
+  EXPECT_EQ(d.max_streaming_host_bytes, 2 * d.streaming_op_bytes);
+  EXPECT_EQ(SyncPolicy::steps(2).max_streaming_host_bytes, d.max_streaming_host_bytes);
+  EXPECT_EQ(SyncPolicy::unbounded().max_queued_host_bytes, 0u);
+  EXPECT_EQ(SyncPolicy::unbounded().max_streaming_host_bytes, 0u);
+  EXPECT_NE(d.str().find("queued host bytes"), std::string::npos);
+  EXPECT_NE(d.str().find("streaming host bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tide::test
