@@ -5,9 +5,11 @@
 // allocator and, on the async engine, the sync policy's bound on queued
 // bytes. Engines alternate run by run; the table gives medians over the
 // runs of the time per op (the loop plus the final wait) and of the minor
-// page faults per op.
+// page faults per op. Then the chapter's random matrices: 10 x randn of
+// size x size and 10 x (randn + matmul), each to the end of the work.
 //
-//   bench_ops [--sizes 2,1000,100000] [--ops 10000] [--runs 11] [--json FILE]
+//   bench_ops [--sizes 2,1000,100000] [--ops 10000] [--runs 11]
+//             [--matmul-size 1000] [--json FILE]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -34,7 +36,9 @@ struct Options {
   std::vector<std::int64_t> sizes{2, 1000, 100000};
   int ops = 10000;
   int runs = 11;
-  double host_cap_mb = -1;  // < 0: the engine's default
+  double streaming_cap_mb = -1;  // < 0: the engine's default
+  double host_cap_mb = -1;       // < 0: the engine's default
+  int matmul_size = 1000;        // 0: skip the random-matrix rows
   std::string json;
 };
 
@@ -65,6 +69,20 @@ Sample run_once(tide::Engine& engine, std::int64_t n, int ops) {
   return {(t1 - t0) / 1e3 / ops, static_cast<double>(f1 - f0) / ops};
 }
 
+/// Seconds for 10 x randn of n x n, and then (with_matmul) a matmul of each,
+/// to the end of the work.
+double random_matrices(tide::Engine& engine, int n, bool with_matmul) {
+  tide::EngineScope scope(engine);
+  engine.wait_all();
+  const std::int64_t t0 = now_ns();
+  for (int i = 0; i < 10; ++i) {
+    tide::Tensor a = tide::randn({n, n});
+    if (with_matmul) tide::Tensor b = tide::matmul(a, a);
+  }
+  engine.wait_all();
+  return (now_ns() - t0) * 1e-9;
+}
+
 struct Row {
   std::int64_t n;
   double async_us, naive_us, async_faults, naive_faults;
@@ -80,8 +98,13 @@ int main(int argc, char** argv) try {
   app.add_option("--sizes", o.sizes, "elements of x (f32), comma separated")->delimiter(',')->check(CLI::PositiveNumber);
   app.add_option("--ops", o.ops, "ops per run")->check(at_least(1));
   app.add_option("--runs", o.runs, "runs per engine and size (engines alternate)")->check(at_least(1));
+  app.add_option("--streaming-cap-mb", o.streaming_cap_mb,
+                 "the async engine's max_streaming_host_bytes, MiB (0: unbounded; default: the library's)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--matmul-size", o.matmul_size, "rows and columns of the random matrices (0: skip them)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--host-cap-mb", o.host_cap_mb,
-                 "the async engine's cap on queued host bytes, MiB (0: unbounded; default: the library's)")
+                 "the async engine's max_queued_host_bytes, MiB (0: unbounded; default: the library's)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--json", o.json, "also write every number as JSON to this file");
   if (const int status = tide::examples::parse_command_line(app, argc, argv, true); status >= 0) return status;
@@ -89,6 +112,8 @@ int main(int argc, char** argv) try {
   tide::EngineOptions ao, no;
   ao.kind = tide::EngineKind::async;
   if (o.host_cap_mb >= 0) ao.policy.max_queued_host_bytes = static_cast<std::uint64_t>(o.host_cap_mb * (1 << 20));
+  if (o.streaming_cap_mb >= 0)
+    ao.policy.max_streaming_host_bytes = static_cast<std::uint64_t>(o.streaming_cap_mb * (1 << 20));
   no.kind = tide::EngineKind::naive;
   auto async = tide::Engine::create(ao);
   auto naive = tide::Engine::create(no);
@@ -120,6 +145,32 @@ int main(int argc, char** argv) try {
                 static_cast<double>(row.async_peak_queued_bytes) / (1 << 20));
   }
 
+  // The chapter's random matrices: medians of seconds per 10, per engine.
+  struct Random {
+    const char* name;
+    bool matmul;
+    double async_s, naive_s;
+  };
+  std::vector<Random> random{{"randn", false, 0, 0}, {"randn+matmul", true, 0, 0}};
+  if (o.matmul_size > 0) {
+    std::printf("# 10 x randn(%d, %d) [+ matmul(a, a)], f32, to the end of the work; s per 10 (median)\n",
+                o.matmul_size, o.matmul_size);
+    std::printf("#        work |      async s      naive s\n");
+    for (Random& r : random) {
+      std::vector<double> a_s, n_s;
+      random_matrices(*async, o.matmul_size, r.matmul);  // warm-up: BLAS threads, cache
+      random_matrices(*naive, o.matmul_size, r.matmul);
+      for (int k = 0; k < o.runs; ++k) {
+        const bool async_first = k % 2 == 0;
+        (async_first ? a_s : n_s).push_back(random_matrices(async_first ? *async : *naive, o.matmul_size, r.matmul));
+        (async_first ? n_s : a_s).push_back(random_matrices(async_first ? *naive : *async, o.matmul_size, r.matmul));
+      }
+      r.async_s = median(a_s);
+      r.naive_s = median(n_s);
+      std::printf("%13s | %12.4f %12.4f\n", r.name, r.async_s, r.naive_s);
+    }
+  }
+
   if (!o.json.empty()) {
     std::ofstream f(o.json);
     if (!f) throw tide::ValueError("cannot write " + o.json);
@@ -139,6 +190,16 @@ int main(int argc, char** argv) try {
       j.end_object();
     }
     j.end_array();
+    if (o.matmul_size > 0) {
+      j.field("matmul_size", o.matmul_size);
+      j.key("random").begin_array();
+      for (const Random& r : random) {
+        j.begin_object();
+        j.field("work", r.name).field("async_s", r.async_s).field("naive_s", r.naive_s);
+        j.end_object();
+      }
+      j.end_array();
+    }
     j.end_object();
     f << "\n";
   }
