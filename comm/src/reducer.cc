@@ -176,6 +176,13 @@ void GradientReducer::push_gradient(int i, const Tensor& grad, Loc loc) {
 void GradientReducer::reduce_bucket(int b, Loc loc) {
   const auto ub = static_cast<std::size_t>(b);
   const Bucket& bucket = buckets_[ub];
+  if (comm_.size() == 1) {
+    // Every reduction of one rank's values is those values: no packing, no
+    // collective, nothing pushed.
+    for (int p : bucket.params) reduced_[static_cast<std::size_t>(p)] = pending_[static_cast<std::size_t>(p)];
+    pushed_[ub] = true;
+    return;
+  }
   if (bucket.params.size() == 1) {
     const auto ui = static_cast<std::size_t>(bucket.params[0]);
     reduced_[ui] = pending_[ui];

@@ -43,10 +43,12 @@ TEST_P(OptimTest, SgdMatchesReferenceOverSteps) {
       for (int step = 0; step < 5; ++step) {
         const std::vector<T> g = random_values<T>(24, 71 + static_cast<std::uint32_t>(step));
         sgd_step_(param, from_vector(g, {4, 6}), velocity, o);
+        // In T, each operation rounded (f32 SGD computes in float, as PyTorch's).
+        const T lr = static_cast<T>(o.lr), m = static_cast<T>(o.momentum), wd = static_cast<T>(o.weight_decay);
         for (std::size_t i = 0; i < p.size(); ++i) {
-          const double gi = g[i] + o.weight_decay * p[i];
-          v[i] = static_cast<T>(o.momentum * v[i] + gi);
-          p[i] = static_cast<T>(p[i] - o.lr * v[i]);
+          const T gi = g[i] + wd * p[i];
+          v[i] = m * v[i] + gi;
+          p[i] = p[i] - lr * v[i];
         }
       }
       expect_state(param, p, "param");
@@ -56,7 +58,8 @@ TEST_P(OptimTest, SgdMatchesReferenceOverSteps) {
         const std::vector<T> g = random_values<T>(24, 75);
         const std::vector<T> before = param.to_vector<T>();
         std::vector<T> want(24);
-        for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<T>(g[i] + o.weight_decay * before[i]);
+        const T wd = static_cast<T>(o.weight_decay);
+        for (std::size_t i = 0; i < want.size(); ++i) want[i] = g[i] + wd * before[i];
         sgd_step_(param, from_vector(g, {4, 6}), velocity, o);
         expect_state(velocity, want, "velocity");
       }

@@ -177,15 +177,24 @@ __global__ void argmax_kernel(const T* in, std::int32_t* out, std::int64_t outer
 // CPU does: nvcc would otherwise fuse a * b + c into one fma, which rounds
 // once and so differs from the CPU in the last bit.
 
+__device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ inline double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ inline float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ inline double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+/// SGD in T, as the CPU computes it (cpu/optim.cc).
 template <typename T>
 __global__ void sgd_kernel(T* param, const T* grad, T* velocity, std::int64_t n, double lr,
                            double momentum, double weight_decay) {
+  const T lr_t = static_cast<T>(lr), momentum_t = static_cast<T>(momentum), wd_t = static_cast<T>(weight_decay);
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    const double p = param[i];
-    const double g = __dadd_rn(static_cast<double>(grad[i]), __dmul_rn(weight_decay, p));
-    const T v = static_cast<T>(__dadd_rn(__dmul_rn(momentum, static_cast<double>(velocity[i])), g));
+    const T p = param[i];
+    const T g = add_rn(grad[i], mul_rn(wd_t, p));
+    const T v = add_rn(mul_rn(momentum_t, velocity[i]), g);
     velocity[i] = v;
-    param[i] = static_cast<T>(__dsub_rn(p, __dmul_rn(lr, static_cast<double>(v))));
+    param[i] = sub_rn(p, mul_rn(lr_t, v));
   }
 }
 
