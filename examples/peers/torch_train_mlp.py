@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The training example's MLP in PyTorch eager, the peer tide's trainer is compared with.
 
-One process on --device (default cuda:0), the same work per step as
+One process on --device (default cuda:0; cpu runs on --threads threads,
+default 1), the same work per step as
 examples/train_data_parallel with one rank: gather a batch of rows on the
 host, copy it to the device, forward (linear + relu layers, softmax
 cross-entropy), backward, SGD with momentum (or Adam); the loss and the
@@ -18,6 +19,7 @@ import time
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda:0")
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads on the CPU")
     p.add_argument("--hidden", default="512,512", help="hidden widths, comma separated")
     p.add_argument("--features", type=int, default=64)
     p.add_argument("--classes", type=int, default=10)
@@ -36,7 +38,15 @@ def main():
     import torch
 
     dev = torch.device(a.device)
-    torch.cuda.set_device(dev)  # events and streams below are this device's
+    gpu = dev.type == "cuda"
+    if gpu:
+        torch.cuda.set_device(dev)  # events and streams below are this device's
+    else:
+        torch.set_num_threads(a.threads)
+
+    def sync():
+        if gpu:
+            torch.cuda.synchronize(dev)
     torch.manual_seed(a.seed)
     # A generated task of the same shape as tide's: class centres plus noise.
     centres = torch.randn(a.classes, a.features) * 2.0
@@ -64,14 +74,15 @@ def main():
     # waiting (like tide's copy_to, which lets the frontend run ahead). A ring
     # of buffers, each reused only once its copy has completed.
     ring = 4
-    xbuf = [torch.empty(a.batch, a.features).pin_memory() for _ in range(ring)]
-    ybuf = [torch.empty(a.batch, dtype=torch.int64).pin_memory() for _ in range(ring)]
+    pin = (lambda t: t.pin_memory()) if gpu else (lambda t: t)
+    xbuf = [pin(torch.empty(a.batch, a.features)) for _ in range(ring)]
+    ybuf = [pin(torch.empty(a.batch, dtype=torch.int64)) for _ in range(ring)]
     copied = [None] * ring
     losses = []
     t_warm = None
     for step in range(a.steps):
         if step == a.warmup:
-            torch.cuda.synchronize(dev)
+            sync()
             t_warm = time.perf_counter()
         k = step % steps_per_epoch
         idx = order[k * a.batch:(k + 1) * a.batch]
@@ -82,8 +93,9 @@ def main():
         torch.index_select(labels, 0, idx, out=ybuf[slot])
         x = xbuf[slot].to(dev, non_blocking=True)
         y = ybuf[slot].to(dev, non_blocking=True)
-        copied[slot] = torch.cuda.Event()
-        copied[slot].record()
+        if gpu:
+            copied[slot] = torch.cuda.Event()
+            copied[slot].record()
         logits = model(x)
         loss = loss_fn(logits, y)
         opt.zero_grad(set_to_none=True)
@@ -95,14 +107,15 @@ def main():
             losses.append(loss_sum.item() / a.log_every)  # the only blocker
             loss_sum.zero_()
             correct_sum.zero_()
-    torch.cuda.synchronize(dev)
+    sync()
     elapsed = time.perf_counter() - t_warm
     timed = a.steps - a.warmup
     res = {
         "benchmark": "torch_train_mlp",
         "command": " ".join(sys.argv),
         "machine": {"host": platform.node(), "python": platform.python_version(), "torch": torch.__version__,
-                    "gpu": torch.cuda.get_device_name(dev)},
+                    "gpu": torch.cuda.get_device_name(dev) if gpu else None,
+                    "threads": None if gpu else torch.get_num_threads()},
         "config": {"hidden": widths[1:-1], "features": a.features, "classes": a.classes, "batch": a.batch,
                    "steps": a.steps, "optimizer": a.optimizer, "lr": a.lr},
         "result": {"samples_per_s": timed * a.batch / elapsed, "step_ms": 1e3 * elapsed / timed,
