@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The training example's MLP under PyTorch DistributedDataParallel on the CPU
+(gloo), the peer tide's data-parallel trainer is compared with on several ranks.
+
+--ranks processes on this machine, each --threads threads (default 1), each
+with --batch rows per step (the global batch is ranks x batch, as in tide's
+trainer); SGD with momentum; DDP's default buckets (25 MiB) unless
+--bucket-mb. The loss is read back every --log-every steps only. Prints and
+(with --json) writes the global samples/s over the steps after a warm-up:
+
+  /usr/bin/python3 examples/peers/torch_ddp_mlp.py --ranks 2 [--steps 600]
+"""
+import argparse
+import json
+import os
+import platform
+import socket
+import sys
+import time
+
+
+def worker(rank, a, port, queue):
+    os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(a.threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=a.ranks)
+    torch.manual_seed(a.seed)  # the same task and initial model on every rank
+    centres = torch.randn(a.classes, a.features) * 2.0
+    labels = torch.randint(0, a.classes, (a.train_rows,))
+    rows = centres[labels] + torch.randn(a.train_rows, a.features)
+    widths = [a.features] + [int(h) for h in a.hidden.split(",")] + [a.classes]
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
+        if i + 2 < len(widths):
+            layers.append(torch.nn.ReLU())
+    model = DDP(torch.nn.Sequential(*layers), bucket_cap_mb=a.bucket_mb)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    order = torch.randperm(a.train_rows)
+    per_rank = a.train_rows // a.ranks
+    mine = order[rank * per_rank:(rank + 1) * per_rank]
+    steps_per_epoch = per_rank // a.batch
+    loss_sum = torch.zeros(())
+    losses = []
+    t_warm = None
+    for step in range(a.steps):
+        if step == a.warmup:
+            dist.barrier()
+            t_warm = time.perf_counter()
+        k = step % steps_per_epoch
+        idx = mine[k * a.batch:(k + 1) * a.batch]
+        x, y = rows[idx], labels[idx]
+        loss = loss_fn(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss_sum += loss.detach()
+        if (step + 1) % a.log_every == 0:
+            losses.append(loss_sum.item() / a.log_every)
+            loss_sum.zero_()
+    dist.barrier()
+    elapsed = time.perf_counter() - t_warm
+    if rank == 0:
+        queue.put({"elapsed": elapsed, "losses": losses, "torch": torch.__version__})
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
+    p.add_argument("--hidden", default="512,512", help="hidden widths, comma separated")
+    p.add_argument("--features", type=int, default=64)
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--train-rows", type=int, default=24576)
+    p.add_argument("--batch", type=int, default=64, help="rows per rank per step")
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--log-every", type=int, default=50)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket cap (its default: 25)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", help="write the results here")
+    a = p.parse_args()
+    if a.ranks < 1 or a.threads < 1 or a.batch < 1 or a.steps <= a.warmup:
+        sys.exit("torch_ddp_mlp.py: --ranks, --threads and --batch must be at least 1, --steps above --warmup")
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:  # a free port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, a, port, queue)) for r in range(a.ranks)]
+    for proc in procs:
+        proc.start()
+    out = queue.get(timeout=600)
+    for proc in procs:
+        proc.join()
+        if proc.exitcode != 0:
+            sys.exit(f"torch_ddp_mlp.py: a rank exited with status {proc.exitcode}")
+    timed = a.steps - a.warmup
+    sps = timed * a.batch * a.ranks / out["elapsed"]
+    res = {
+        "benchmark": "torch_ddp_mlp",
+        "command": " ".join(sys.argv),
+        "machine": {"host": platform.node(), "python": platform.python_version(), "torch": out["torch"],
+                    "cores": os.cpu_count()},
+        "config": {"ranks": a.ranks, "threads": a.threads, "hidden": a.hidden, "batch_per_rank": a.batch,
+                   "steps": a.steps, "bucket_mb": a.bucket_mb, "backend": "gloo"},
+        "result": {"samples_per_s": sps, "step_ms": 1e3 * out["elapsed"] / timed, "losses": out["losses"]},
+    }
+    print(f"torch DDP (gloo) {a.ranks} ranks: {sps:.0f} samples/s, {res['result']['step_ms']:.3f} ms per step, "
+          f"last loss {out['losses'][-1] if out['losses'] else float('nan'):.4f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
