@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
   app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(number_above(0, false));
-  app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: unbounded)")
+  app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: no cap on steps; the caps on queued memory stay)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(at_least(1));
   app.add_option("--checkpoint", c.checkpoint_dir, "directory for checkpoints (rank 0 writes)");

@@ -97,7 +97,8 @@ std::vector<Tensor*> Run::everything() {
 EngineSettings::EngineSettings(Engine& e, int lookahead, bool trace)
     : e_(e), policy_(e.policy()), was_tracing_(e.tracing()) {
   try {
-    e.set_policy(lookahead > 0 ? SyncPolicy::steps(static_cast<std::uint32_t>(lookahead)) : SyncPolicy::unbounded());
+    // Lookahead 0 lifts the cap on steps only: the caps on queued memory stay.
+    e.set_policy(SyncPolicy::steps(static_cast<std::uint32_t>(lookahead)));
     e.wait_all();
     e.reset_stats();
     // A timeline recorded for a file (TIDE_TRACE) is the file's: left alone.

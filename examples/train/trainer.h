@@ -24,7 +24,7 @@ struct TrainConfig {
   double lr = 0.05;
   double momentum = 0.9;  // SGD only
   double bucket_mb = 25.0;
-  int lookahead = 2;      // steps in flight (SyncPolicy::steps); 0: unbounded
+  int lookahead = 2;      // steps in flight (SyncPolicy::steps); 0: no cap on steps
   int log_every = 50;     // steps between progress lines (each one a blocker)
   std::string checkpoint_dir;  // empty: no checkpoints
   int checkpoint_every = 0;    // steps; 0: at the end of every epoch
