@@ -18,9 +18,10 @@ fi
 grep -q "tide-trace: wrote $work/run/trace.json (2 ranks of 2)" "$work/run.log" ||
   { echo "FAILED: tiderun did not merge the files:"; cat "$work/run.log"; exit 1; }
 
-# The killed run: many steps, so that it is still training when rank 1 goes.
+# The killed run: endless (epochs and steps), so that it is still training
+# when rank 1 goes, however fast the trainer is.
 TIDE_TRACE="$work/killed" mpirun -np 2 --oversubscribe $([ "$(id -u)" -eq 0 ] && echo --allow-run-as-root) \
-  "$trainer" --max-steps 1000000 --log-every 1000 > "$work/killed.log" 2>&1 &
+  "$trainer" --epochs 1000000 --max-steps 100000000 --log-every 1000 > "$work/killed.log" 2>&1 &
 job=$!
 rank1=""
 for _ in $(seq 1 600); do
