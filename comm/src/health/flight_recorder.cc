@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include <tide/comm/communicator.h>
 #include <tide/comm/types.h>
@@ -75,14 +76,19 @@ struct Out {
     if (s && *s && k == max) put("...");
     put("\"");
   }
-  /// ,"name":"text",`key`:value (one stream's running or last op).
-  void op_at(const char* name, const char* text, const char* at_key, std::int64_t at_ns) {
+  /// ,"k":v for an integer v.
+  template <typename T>
+  void field(const char* k, T v) {
     put(",");
-    key(name);
-    str(text);
+    key(k);
+    if constexpr (std::is_signed_v<T>) num(static_cast<std::int64_t>(v));
+    else num(static_cast<std::uint64_t>(v));
+  }
+  /// ,"k":"s" (at most `max` bytes of s, as str).
+  void text(const char* k, const char* s, std::size_t max = kBytes) {
     put(",");
-    key(at_key);
-    num(at_ns);
+    key(k);
+    str(s, max);
   }
   void num(std::uint64_t v) {
     char d[24];
@@ -112,50 +118,24 @@ void put_record(Out& o, const Record& r, std::uint64_t rec) {
   o.put("{");
   o.key("record");
   o.num(rec);
-  o.put(",");
-  o.key("communicator");
-  o.num(r.ident.load(std::memory_order_relaxed));
-  o.put(",");
-  o.key("seq");
-  o.num(id.seq);
-  o.put(",");
-  o.key("kind");
-  o.str(collective_kind_name(id.kind));
+  o.field("communicator", r.ident.load(std::memory_order_relaxed));
+  o.field("seq", id.seq);
+  o.text("kind", collective_kind_name(id.kind));
   if (id.count >= 0) {
-    o.put(",");
-    o.key("count");
-    o.num(id.count);
-    o.put(",");
-    o.key("dtype");
-    o.str(dtype_name(id.dtype));
-    o.put(",");
-    o.key("bytes");
-    o.num(static_cast<std::uint64_t>(id.count) * dtype_size(id.dtype) *
-          static_cast<std::uint64_t>(id.devices > 1 ? id.devices : 1));
+    o.field("count", id.count);
+    o.text("dtype", dtype_name(id.dtype));
+    o.field("bytes", static_cast<std::uint64_t>(id.count) * dtype_size(id.dtype) *
+                         static_cast<std::uint64_t>(id.devices > 1 ? id.devices : 1));
   }
-  if (id.op >= 0) {
-    o.put(",");
-    o.key("op");
-    o.str(reduce_op_name(static_cast<ReduceOp>(id.op)));
-  }
-  if (id.root >= 0) {
-    o.put(",");
-    o.key("root");
-    o.num(static_cast<std::int64_t>(id.root));
-  }
-  o.put(",");
-  o.key("state");
-  o.str(state_name(r.state.load(std::memory_order_relaxed)));
+  if (id.op >= 0) o.text("op", reduce_op_name(static_cast<ReduceOp>(id.op)));
+  if (id.root >= 0) o.field("root", id.root);
+  o.text("state", state_name(r.state.load(std::memory_order_relaxed)));
   const char* names[3] = {"pushed_ns", "started_ns", "ended_ns"};
   const std::int64_t times[3] = {r.pushed_ns.load(std::memory_order_relaxed),
                                  r.started_ns.load(std::memory_order_relaxed),
                                  r.ended_ns.load(std::memory_order_relaxed)};
-  for (int i = 0; i < 3; ++i) {
-    if (!times[i]) continue;
-    o.put(",");
-    o.key(names[i]);
-    o.num(times[i]);
-  }
+  for (int i = 0; i < 3; ++i)
+    if (times[i]) o.field(names[i], times[i]);
   o.put("}");
 }
 
@@ -217,12 +197,8 @@ void flight_dump(const char* why) {
   o.put("{");
   o.key("rank");
   o.num(static_cast<std::int64_t>(g_rank));
-  o.put(",");
-  o.key("why");
-  o.str(why, 4096);
-  o.put(",");
-  o.key("now_ns");
-  o.num(now_ns());
+  o.text("why", why, 4096);
+  o.field("now_ns", now_ns());
   o.put(",\n");
   o.key("collectives");
   o.put("[");
@@ -249,11 +225,15 @@ void flight_dump(const char* why) {
       first_stream = false;
       o.key("stream");
       o.str(g_stream_names[i]);
-      o.put(",");
-      o.key("ops");
-      o.num(a.ops);
-      if (a.running) o.op_at("running", a.running, "running_since_ns", a.since_ns);
-      if (a.last) o.op_at("last", a.last, "last_end_ns", a.last_end_ns);
+      o.field("ops", a.ops);
+      if (a.running) {
+        o.text("running", a.running);
+        o.field("running_since_ns", a.since_ns);
+      }
+      if (a.last) {
+        o.text("last", a.last);
+        o.field("last_end_ns", a.last_end_ns);
+      }
       o.put("}");
     }
   }
