@@ -139,7 +139,9 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     if (max_ops && pushed_ops_ - seen_completed_ops_ >= max_ops && sample_queue().ops >= max_ops) {
       auto low = static_cast<std::uint64_t>(static_cast<double>(max_ops) * policy_.low_water);
       if (low >= max_ops) low = max_ops - 1;
-      stall(c.stalls_ops, [&] { return queued().ops <= low; });
+      stall(
+          c.stalls_ops, [&](const Queued& q) { return q.ops <= low; },
+          [&](const Queued& q) { return Need{q.ops - low, kNever}; });
       sample_queue();
     }
     gate_bytes(bytes, policy_.max_queued_bytes, pushed_bytes_ - seen_completed_bytes_, &Queued::bytes);
@@ -159,10 +161,22 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     if (qb == 0 || qb + bytes <= cap) return;
     auto low = static_cast<std::uint64_t>(static_cast<double>(cap) * policy_.low_water);
     // An op larger than the cap runs alone rather than never.
-    stall(counters_->stalls_bytes, [&] {
-      const std::uint64_t now = queued().*field;
-      return now == 0 || (now <= low && now + bytes <= cap);
-    });
+    stall(
+        counters_->stalls_bytes,
+        [&](const Queued& q) {
+          const std::uint64_t now = q.*field;
+          return now == 0 || (now <= low && now + bytes <= cap);
+        },
+        [&](const Queued& q) {
+          // Bytes to complete before the queue is at most `low` and has room
+          // for this op, or is empty (an op larger than the cap). The
+          // workers count every completed byte, at least this field's: at
+          // worst they wake the frontend early.
+          const std::uint64_t now = q.*field;
+          const std::uint64_t over_low = now > low ? now - low : 0;
+          const std::uint64_t over_cap = now + bytes > cap ? now + bytes - cap : 0;
+          return Need{kNever, std::min(now, std::max(over_low, over_cap))};
+        });
     sample_queue();
   }
 
@@ -208,13 +222,38 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     return q;
   }
 
-  template <typename Pred>
-  void stall(std::atomic<std::uint64_t>& kind, Pred ready) {
+  /// What must complete, from a snapshot of the queue, before a stalled
+  /// push may go on: ops or bytes (kNever: not counted).
+  static constexpr std::uint64_t kNever = ~std::uint64_t{0};
+  struct Need {
+    std::uint64_t ops, bytes;
+  };
+
+  /// Blocks the frontend until `ready(queued())`. The workers wake it only
+  /// once `need(snapshot)` ops or bytes have completed since the snapshot,
+  /// not at every completion (each wake-up is a futex call on the worker and
+  /// a context switch on the frontend's core). Both sides are seq_cst: a
+  /// worker either sees the published need, or its completion is seen by
+  /// the check of `ready` that follows the publication.
+  template <typename Ready, typename Deficit>
+  void stall(std::atomic<std::uint64_t>& kind, Ready ready, Deficit need) {
     std::int64_t t0 = now_ns();
     gate_waiters_.fetch_add(1, std::memory_order_seq_cst);
     {
       std::unique_lock<std::mutex> lock(gate_mutex_);
-      gate_cv_.wait(lock, ready);
+      for (;;) {
+        gate_done_ops_.store(0, std::memory_order_seq_cst);
+        gate_done_bytes_.store(0, std::memory_order_seq_cst);
+        const Queued q = queued();
+        if (ready(q)) break;
+        const Need n = need(q);
+        gate_need_ops_.store(n.ops, std::memory_order_seq_cst);
+        gate_need_bytes_.store(n.bytes, std::memory_order_seq_cst);
+        if (ready(queued())) break;
+        gate_cv_.wait(lock);
+      }
+      gate_need_ops_.store(kNever, std::memory_order_relaxed);
+      gate_need_bytes_.store(kNever, std::memory_order_relaxed);
     }
     gate_waiters_.fetch_sub(1, std::memory_order_relaxed);
     const std::int64_t t1 = now_ns();
@@ -304,8 +343,12 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     record_device_failure(op.desc, stream_index, op.seq, op.step, op.push_index, what, at_completion);
   }
 
-  void completed() override {
-    if (gate_waiters_.load(std::memory_order_seq_cst) > 0) {
+  void completed(std::uint64_t bytes) override {
+    if (gate_waiters_.load(std::memory_order_seq_cst) == 0) return;
+    const std::uint64_t ops = gate_done_ops_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    const std::uint64_t done_bytes = gate_done_bytes_.fetch_add(bytes, std::memory_order_seq_cst) + bytes;
+    if (ops >= gate_need_ops_.load(std::memory_order_seq_cst) ||
+        done_bytes >= gate_need_bytes_.load(std::memory_order_seq_cst)) {
       std::lock_guard<std::mutex> lock(gate_mutex_);
       gate_cv_.notify_all();
     }
@@ -321,6 +364,10 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   int pushes_since_sample_ = 0;
   // Read by every worker after each op, written only around a stall.
   alignas(64) std::atomic<int> gate_waiters_{0};
+  // Around a stall: what the frontend waits for, and what completed since
+  // it looked (written by the workers only while it waits).
+  std::atomic<std::uint64_t> gate_need_ops_{kNever}, gate_need_bytes_{kNever};
+  std::atomic<std::uint64_t> gate_done_ops_{0}, gate_done_bytes_{0};
   std::mutex gate_mutex_;
   std::condition_variable gate_cv_;
 };

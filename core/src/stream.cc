@@ -108,7 +108,7 @@ void Stream::complete(std::uint64_t seq) {
 }
 
 void Stream::finish(QueuedOp* op) {
-  const std::uint64_t seq = op->seq;
+  const std::uint64_t seq = op->seq, bytes = op->bytes;
   if (op->bytes)
     completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes,
                            std::memory_order_seq_cst);
@@ -117,7 +117,7 @@ void Stream::finish(QueuedOp* op) {
         completed_streaming_bytes_.load(std::memory_order_relaxed) + op->streaming_bytes, std::memory_order_seq_cst);
   finished_.push(op);  // the op is the frontend's again from here
   complete(seq);
-  hooks_.completed();
+  hooks_.completed(bytes);
 }
 
 backend::Fault Stream::gpu_wait_point(const StreamPoint& p) {

@@ -54,7 +54,8 @@ class Stream {
   struct Hooks {
     /// A non-null `skip_reason`: do not run the kernel, poison the outputs.
     virtual void run(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason) = 0;
-    virtual void completed() = 0;
+    /// An op that allocated `bytes` has completed (after its counts are published).
+    virtual void completed(std::uint64_t bytes) = 0;
     virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) = 0;
     virtual ~Hooks() = default;
   };

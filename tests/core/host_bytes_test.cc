@@ -72,6 +72,39 @@ TEST(HostBytes, DefaultsLetTheChaptersMatmulLoopRunAhead) {
   EXPECT_EQ(r.queued_at_release, 80'000'000u);
 }
 
+TEST(HostBytes, StallsOfEveryKindOnManyStreamsAllEnd) {
+  // The workers wake a stalled frontend only once enough has completed: a
+  // lost wake-up would hang here. 20,000 ops of random sizes (some larger
+  // than a cap) on six streams of two devices, under small caps of every
+  // kind; every stall must end, and the caps hold.
+  SyncPolicy p;
+  p.max_queued_ops = 64;
+  p.max_queued_bytes = 512 << 10;
+  p.max_queued_host_bytes = 256 << 10;
+  p.max_streaming_host_bytes = 64 << 10;
+  p.streaming_op_bytes = 8 << 10;
+  EngineFixture e(EngineKind::async, 2, p);
+  std::uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  for (int i = 0; i < 20000; ++i) {
+    const std::size_t r = next() % 100;
+    const std::size_t bytes = r < 10 ? 0 : r < 60 ? 64 + next() % (8 << 10) : r < 98 ? next() % (64 << 10) : 300 << 10;
+    const Device d = cpu(static_cast<int>(next() % 2));
+    const auto k = static_cast<StreamKind>(next() % kStreamKinds);
+    StorageList writes;
+    if (bytes) writes.add(e->allocate(d, bytes));
+    push(*e, "op", d, k, {}, std::move(writes), [](const OpContext&) {});
+  }
+  e->wait_all();
+  const Stats s = e->stats();
+  EXPECT_GT(s.stalls, 0u);
+  EXPECT_LE(s.peak_queued_ops, 64u);
+  EXPECT_EQ(s.queued_ops, 0u);
+}
+
 TEST(HostBytes, DefaultsAreBoundedAndUnboundedLiftsThem) {
   const SyncPolicy d;
   EXPECT_EQ(d.max_queued_host_bytes, SyncPolicy::default_max_queued_host_bytes());
