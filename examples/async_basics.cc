@@ -37,6 +37,7 @@ struct Options {
   int increments = 10000;
   int size = 1000;
   std::string json;
+  bool check = false;  // --check: exit 3 when a target is missed
 };
 
 /// Reads the command line into `o`. Returns -1 when the program goes on,
@@ -53,6 +54,7 @@ int parse(int argc, char** argv, Options& o) {
   app.add_option("--increments", o.increments, "tiny ops in the sync vs async experiment")->check(at_least(1));
   app.add_option("--size", o.size, "rows and columns of the matmul experiment")->check(at_least(1));
   app.add_option("--json", o.json, "also write every number as JSON to this file");
+  tide::examples::add_check_flag(app, o.check);
   const int status = tide::examples::parse_command_line(app, argc, argv);
   if (status < 0) o.device = tide::Device::parse(device);
   return status;
@@ -369,7 +371,7 @@ int main(int argc, char** argv) try {
     f << "\n";
     std::printf("wrote %s\n", o.json.c_str());
   }
-  return 0;
+  return o.check && speedup < 5 ? tide::examples::kTargetMissed : 0;
 } catch (const tide::Error& e) {
   std::fprintf(stderr, "async_basics: %s\n", e.what());
   return 2;

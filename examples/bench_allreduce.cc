@@ -41,6 +41,7 @@ struct Options {
   int iters = 20, warmup = 3, reps = 5;
   double step = 4;
   std::string json;
+  bool check = false;  // --check: exit 3 when a target is missed
 };
 
 /// "8", "64K", "16M", "1G" as bytes; "" when `text` is a size, else what is wrong.
@@ -74,6 +75,7 @@ int parse(int argc, char** argv, Options& o, bool print) {
   app.add_option("--warmup", o.warmup, "untimed iterations first")->check(at_least(0));
   app.add_option("--reps", o.reps, "repetitions per size, tide and MPI alternated")->check(at_least(1));
   app.add_option("--json", o.json, "also write every number as JSON to this file (rank 0)");
+  tide::examples::add_check_flag(app, o.check);
   if (const int status = tide::examples::parse_command_line(app, argc, argv, print); status >= 0) return status;
   parse_size(min_bytes, o.min_bytes);
   parse_size(max_bytes, o.max_bytes);
@@ -279,7 +281,9 @@ int main(int argc, char** argv) try {
     j.end_object();
     f << "\n";
   }
-  return wrong ? 1 : 0;
+  if (wrong) return 1;
+  const bool missed = (worst_steady > 0 && worst_steady > 1.05) || push_max >= 2000;
+  return o.check && missed ? tide::examples::kTargetMissed : 0;
 } catch (const tide::Error& e) {
   std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
   return 2;

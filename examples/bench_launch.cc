@@ -27,6 +27,7 @@ struct Options {
   tide::Device device = tide::cuda(0);
   int ops = 20000, repeats = 7, elements = 2;
   std::string json;
+  bool check = false;  // --check: exit 3 when a target is missed
 };
 
 /// Reads the command line into `o`. Returns -1 when the program goes on,
@@ -41,6 +42,7 @@ int parse(int argc, char** argv, Options& o) {
       ->check(at_least(1));
   app.add_option("--elements", o.elements, "elements of x")->check(at_least(1));
   app.add_option("--json", o.json, "also write every number as JSON to this file");
+  tide::examples::add_check_flag(app, o.check);
   const int status = tide::examples::parse_command_line(app, argc, argv);
   if (status >= 0) return status;
   o.device = tide::Device::parse(device);
@@ -115,7 +117,7 @@ int main(int argc, char** argv) try {
     f << "\n";
     std::printf("wrote %s\n", o.json.c_str());
   }
-  return 0;
+  return o.check && b / t < 0.9 ? tide::examples::kTargetMissed : 0;
 } catch (const tide::Error& e) {
   std::fprintf(stderr, "bench_launch: %s\n", e.what());
   return 2;

@@ -29,6 +29,16 @@ inline int parse_command_line(CLI::App& app, int argc, char** argv, bool print =
   return -1;
 }
 
+/// The exit status of a benchmark run with --check whose target was missed
+/// (1 is a failure, 2 a usage error).
+inline constexpr int kTargetMissed = 3;
+
+/// --check: the benchmark exits with kTargetMissed when a target is missed
+/// (after printing and writing everything), so that scripts can rely on it.
+inline void add_check_flag(CLI::App& app, bool& check) {
+  app.add_flag("--check", check, "exit with status 3 when a target is missed (after all output)");
+}
+
 /// A whole number `min` or more, with a message that says so.
 inline CLI::Validator at_least(long long min) {
   return CLI::Validator(
