@@ -19,14 +19,16 @@ cmake -S "$work/src" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE
   >"$work/configure.log" 2>&1 || fail "configuring the consumer: $(cat "$work/configure.log")"
 cmake --build "$work/build" >"$work/build.log" 2>&1 || fail "building the consumer: $(tail -20 "$work/build.log")"
 
-# z = ones * ones + 2 is 3 everywhere; the summary counts the 100 steps.
+# z = ones * ones + 2 is 3 everywhere, summed over the ranks; rank 0 alone
+# prints it, once, and the summary that counts the 100 steps.
 check_output() {
-  grep -q "tensor(\[\[3, 3\]\]" <<<"$1" && grep -q "steps 100" <<<"$1" || fail "$2 printed no result: $1"
+  [ "$(grep -c "sum over $3 ranks: tensor(\[\[$4, $4\]\]" <<<"$1")" -eq 1 ] && [ "$(grep -c "steps 100" <<<"$1")" -eq 1 ] ||
+    fail "$2 did not print its result once: $1"
 }
 out=$("$work/build/first_program" 2>&1) || fail "the consumer failed alone: $out"
-check_output "$out" "alone"
+check_output "$out" "alone" 1 3
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(timeout 120 mpirun --oversubscribe -np 2 "$work/build/first_program" 2>&1) ||
   fail "the consumer failed under mpirun -np 2: $out"
-check_output "$out" "mpirun -np 2"
+check_output "$out" "mpirun -np 2" 2 6
 echo "check_install: OK: installed from $build, a consumer configured, built and ran alone and on 2 ranks"
