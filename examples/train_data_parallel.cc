@@ -5,6 +5,7 @@
 //
 //   mpirun -np 2 build/examples/train_data_parallel --epochs 3
 //   build/examples/train_data_parallel --data ~/mnist --optimizer adam --lr 1e-3
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -27,6 +28,17 @@
 extern "C" void openblas_set_num_threads(int);  // OpenBLAS, the BLAS tide builds with
 
 namespace {
+
+/// The terminal's width: stdout's window size, else $COLUMNS, else 80.
+int terminal_columns() {
+  winsize w{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  if (const char* c = std::getenv("COLUMNS"); c && *c) {
+    const long v = std::strtol(c, nullptr, 10);
+    if (v > 0 && v < 10000) return static_cast<int>(v);
+  }
+  return 80;
+}
 
 using tide::examples::JsonWriter;
 using tide::examples::at_least;
@@ -208,6 +220,7 @@ int main(int argc, char** argv) {
       progress.out = &std::cout;
       progress.redraw = progress_mode == "redraw" ||
                         (progress_mode == "auto" && ::isatty(STDOUT_FILENO) && !tide::launched_by_mpi());
+      progress.columns = terminal_columns();
     }
     TrainResult r = train(rt->world(), data, c, progress);
     rt->log(summary(r, rt->size()));

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iomanip>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -16,6 +15,15 @@ namespace tide::train {
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string format_duration(double seconds) {
+  const auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  char buf[32];
+  if (s < 60) std::snprintf(buf, sizeof buf, "%llds", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s / 60 % 60);
   return buf;
 }
 
@@ -104,12 +112,24 @@ void report_progress(Run& run, std::int64_t step, TrainResult& res, double& t_lo
   if (run.metrics) write_metrics(run, step, res, samples_per_s, t - t_log, comm);
   if (const Progress& progress = run.progress; progress.out) {
     std::ostringstream line;
-    line << "step " << step + 1 << "/" << run.total << "  epoch " << step / run.steps_per_epoch + 1 << "  loss "
-         << fmt("%.4f", loss_mean) << "  acc " << fmt("%.1f%%", 100 * res.last_train_accuracy) << "  "
-         << fmt("%.0f", samples_per_s) << " samples/s  stalls "
-         << run.e.stats().stalls;
-    if (progress.redraw) *progress.out << "\r" << std::left << std::setw(90) << line.str() << (last ? "\n" : "");
-    else *progress.out << line.str() << "\n";
+    // Most telling first: a narrow terminal cuts the end.
+    const double elapsed = t - run.started_s;
+    const double left = elapsed / static_cast<double>(step + 1 - run.start) * static_cast<double>(run.total - step - 1);
+    line << "step " << step + 1 << "/" << run.total << "  " << format_duration(elapsed)
+         << (last ? "" : ", ETA " + format_duration(left)) << "  loss " << fmt("%.4f", loss_mean) << "  acc "
+         << fmt("%.1f%%", 100 * res.last_train_accuracy) << "  " << fmt("%.0f", samples_per_s)
+         << " samples/s  epoch " << step / run.steps_per_epoch + 1 << "  stalls " << run.e.stats().stalls;
+    if (progress.redraw) {
+      // Back to the line's start, at most columns - 1 characters (one more
+      // would wrap on some terminals), then erase what an earlier, longer
+      // line left.
+      std::string text = line.str();
+      const auto room = static_cast<std::size_t>(std::max(progress.columns - 1, 10));
+      if (text.size() > room) text.resize(room);
+      *progress.out << "\r" << text << "\x1b[K" << (last ? "\n" : "");
+    } else {
+      *progress.out << line.str() << "\n";
+    }
     progress.out->flush();
   }
   // A run that ends between log lines reports the open interval but keeps

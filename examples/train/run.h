@@ -61,6 +61,7 @@ struct Run {
   std::vector<std::string> names;      // checkpoint_tensor_names
   std::int64_t start = 0;              // first step of this call
   std::int64_t log_from = 0;           // first step of the open log interval
+  double started_s = 0;                // when the loop began (now_s)
 
   /// A batch (or a resumed value) from host memory onto the model's device.
   Tensor to_dev(const Tensor& host) const;

@@ -57,6 +57,7 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
   const bool stop_recording = run.own_trace && cfg.metrics_path.empty();
   Batch batch;
   double t_warm = now_s(), t_log = now_s();
+  run.started_s = t_log;
 
   for (std::int64_t step = run.start; step < run.total; ++step) {
     if (step == run.start + warm) t_warm = now_s();

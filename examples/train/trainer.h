@@ -50,11 +50,16 @@ struct TrainConfig {
 };
 
 /// Where progress lines go (null: nowhere). `redraw` rewrites one line in
-/// place (for a terminal) instead of printing a line per report.
+/// place (for a terminal) instead of printing a line per report; the line
+/// is then cut to `columns` - 1 characters, so that it never wraps.
 struct Progress {
   std::ostream* out = nullptr;
   bool redraw = false;
+  int columns = 80;
 };
+
+/// "42s", "3m07s", "2h05m".
+std::string format_duration(double seconds);
 
 struct TrainResult {
   std::int64_t first_step = 0;   // > 0 after a resume
