@@ -6,61 +6,41 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
+#include "safetensors.h"
+
 namespace tide::train {
 
 namespace {
 
-constexpr char kMagic[8] = {'T', 'I', 'D', 'E', 'C', 'K', 'P', '1'};
-// A write goes to checkpoint.tide.tmp.PID first.
+constexpr const char* kFormat = "tide-checkpoint";
+constexpr const char* kVersion = "2";
+// A write goes to checkpoint.safetensors.tmp.PID first.
 constexpr const char* kTemporarySuffix = ".tmp.";
 
-std::uint64_t fnv1a(const std::string& bytes) {
+std::uint64_t fnv1a(const std::vector<std::vector<double>>& tensors) {
   std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
+  for (const auto& t : tensors) {
+    const auto* p = reinterpret_cast<const unsigned char*>(t.data());
+    for (std::size_t i = 0; i < t.size() * sizeof(double); ++i) {
+      h ^= p[i];
+      h *= 1099511628211ull;
+    }
   }
   return h;
 }
 
-template <typename T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+std::string hex(std::uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
-
-class Reader {
- public:
-  Reader(const std::string& bytes, std::string path) : b_(bytes), path_(std::move(path)) {}
-  template <typename T>
-  T get() {
-    T v;
-    need(sizeof v);
-    std::memcpy(&v, b_.data() + pos_, sizeof v);
-    pos_ += sizeof v;
-    return v;
-  }
-  std::size_t left() const { return b_.size() - pos_; }
-  void bytes(void* dst, std::size_t n) {
-    need(n);
-    if (n == 0) return;  // dst may be null then (an empty tensor), and memcpy must not see it
-    std::memcpy(dst, b_.data() + pos_, n);
-    pos_ += n;
-  }
-
- private:
-  void need(std::size_t n) {
-    if (b_.size() - pos_ < n) throw std::runtime_error(path_ + ": truncated checkpoint");
-  }
-  const std::string& b_;
-  std::string path_;
-  std::size_t pos_ = 0;
-};
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
   throw std::runtime_error(what + " " + path + ": " + std::strerror(err));
@@ -75,21 +55,28 @@ class Reader {
 
 }  // namespace
 
-std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.tide"; }
+std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
 
 void write_checkpoint(const std::string& dir, const CheckpointState& s) {
-  std::string body;
-  put<std::uint32_t>(body, static_cast<std::uint32_t>(s.fingerprint.size()));
-  body += s.fingerprint;
-  put<std::int64_t>(body, s.step);
-  put<std::uint32_t>(body, static_cast<std::uint32_t>(s.tensors.size()));
-  for (const auto& t : s.tensors) {
-    put<std::uint64_t>(body, t.size());
-    body.append(reinterpret_cast<const char*>(t.data()), t.size() * sizeof(double));
+  StFile st;
+  st.metadata = {{"format", kFormat},
+                 {"version", kVersion},
+                 {"fingerprint", s.fingerprint},
+                 {"step", std::to_string(s.step)},
+                 {"fnv1a64", hex(fnv1a(s.tensors))}};
+  for (std::size_t i = 0; i < s.tensors.size(); ++i) {
+    StTensor t;
+    t.name = i < s.names.size() ? s.names[i] : "t" + std::to_string(i);
+    t.shape = i < s.shapes.size() ? s.shapes[i] : std::vector<std::int64_t>{static_cast<std::int64_t>(s.tensors[i].size())};
+    t.values = s.tensors[i];
+    st.tensors.push_back(std::move(t));
   }
-  std::string file(kMagic, sizeof kMagic);
-  file += body;
-  put<std::uint64_t>(file, fnv1a(body));
+  std::string file;
+  try {
+    file = encode_safetensors(st);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("cannot write a checkpoint: ") + e.what());
+  }
 
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create", dir, errno);
   const std::string path = checkpoint_path(dir);
@@ -142,7 +129,7 @@ StaleTemporaries prepare_checkpoint_dir(const std::string& dir) {
   ::unlink(probe.c_str());
 
   StaleTemporaries stale;
-  const std::string prefix = std::string("checkpoint.tide") + kTemporarySuffix;
+  const std::string prefix = std::string("checkpoint.safetensors") + kTemporarySuffix;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
@@ -170,30 +157,35 @@ std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read", path, errno ? errno : EIO);
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (file.size() < sizeof kMagic + sizeof(std::uint64_t) || std::memcmp(file.data(), kMagic, sizeof kMagic) != 0)
-    throw std::runtime_error(path + ": not a tide checkpoint (bad magic)");
-  const std::string body = file.substr(sizeof kMagic, file.size() - sizeof kMagic - sizeof(std::uint64_t));
-  std::uint64_t sum;
-  std::memcpy(&sum, file.data() + file.size() - sizeof sum, sizeof sum);
-  if (sum != fnv1a(body)) throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
-  Reader r(body, path);
+  StFile parsed = decode_safetensors(file, path);
+  auto meta = [&](const char* key) -> const std::string& {
+    const auto it = parsed.metadata.find(key);
+    if (it == parsed.metadata.end())
+      throw std::runtime_error(path + ": not a tide checkpoint (no '" + key + "' in its metadata)");
+    return it->second;
+  };
+  if (meta("format") != kFormat)
+    throw std::runtime_error(path + ": not a tide checkpoint (format '" + meta("format") + "')");
+  if (meta("version") != kVersion)
+    throw std::runtime_error(path + ": a tide checkpoint of version " + meta("version") + ", this trainer reads " +
+                             kVersion);
   CheckpointState s;
-  // Lengths are checked against what the file holds before anything is
-  // allocated: a forged length must not become a huge allocation.
-  const auto fp_len = r.get<std::uint32_t>();
-  if (fp_len > r.left()) throw std::runtime_error(path + ": truncated checkpoint (fingerprint)");
-  s.fingerprint.resize(fp_len);
-  r.bytes(s.fingerprint.data(), s.fingerprint.size());
-  s.step = r.get<std::int64_t>();
-  const auto count = r.get<std::uint32_t>();
-  if (count > r.left() / sizeof(std::uint64_t)) throw std::runtime_error(path + ": truncated checkpoint (tensor count)");
-  s.tensors.resize(count);
-  for (auto& t : s.tensors) {
-    const auto n = r.get<std::uint64_t>();
-    if (n > r.left() / sizeof(double)) throw std::runtime_error(path + ": truncated checkpoint");
-    t.resize(n);
-    r.bytes(t.data(), n * sizeof(double));
+  s.fingerprint = meta("fingerprint");
+  const std::string& step = meta("step");
+  std::size_t used = 0;
+  try {
+    s.step = std::stoll(step, &used);
+  } catch (const std::exception&) {
+    used = 0;
   }
+  if (used == 0 || used != step.size()) throw std::runtime_error(path + ": a step of '" + step + "' in its metadata");
+  for (StTensor& t : parsed.tensors) {
+    s.names.push_back(t.name);
+    s.shapes.push_back(t.shape);
+    s.tensors.push_back(std::move(t.values));
+  }
+  if (meta("fnv1a64") != hex(fnv1a(s.tensors)))
+    throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
   return s;
 }
 

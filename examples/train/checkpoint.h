@@ -1,5 +1,7 @@
-// Checkpoints of the data-parallel trainer: one file per run directory,
-// written atomically (a temporary file, fsync, rename, fsync of the
+// Checkpoints of the data-parallel trainer: one file per run directory in
+// the safetensors layout (safetensors.h: PyTorch and numpy read it), its
+// metadata the run's fingerprint, the step and a checksum of the tensors'
+// bytes; written atomically (a temporary file, fsync, rename, fsync of the
 // directory), so a crash leaves either the old checkpoint or the new one.
 #pragma once
 
@@ -16,9 +18,13 @@ struct CheckpointState {
   std::string fingerprint;
   std::int64_t step = 0;  // global steps completed
   std::vector<std::vector<double>> tensors;
+  /// Each tensor's name and shape in the file (written as given; empty: t0,
+  /// t1, ... and one dimension). Read back from the file.
+  std::vector<std::string> names;
+  std::vector<std::vector<std::int64_t>> shapes;
 };
 
-/// DIR/checkpoint.tide.
+/// DIR/checkpoint.safetensors.
 std::string checkpoint_path(const std::string& dir);
 
 /// What prepare_checkpoint_dir removed.
@@ -29,7 +35,7 @@ struct StaleTemporaries {
 
 /// Makes `dir` ready for checkpoints before a run starts: creates it (with
 /// its parents), checks that a file can be written there, and removes the
-/// temporary files of writes that were killed (checkpoint.tide.tmp.PID whose
+/// temporary files of writes that were killed (checkpoint.safetensors.tmp.PID whose
 /// process is gone from this host). Throws std::runtime_error naming the
 /// directory and what is wrong.
 StaleTemporaries prepare_checkpoint_dir(const std::string& dir);
@@ -39,9 +45,9 @@ StaleTemporaries prepare_checkpoint_dir(const std::string& dir);
 void write_checkpoint(const std::string& dir, const CheckpointState& s);
 
 /// The checkpoint in `dir`, or nullopt when there is none. Throws
-/// std::runtime_error when the file exists but is damaged (bad magic,
-/// truncated, checksum mismatch, a length longer than the file). The values
-/// themselves are the caller's to check.
+/// std::runtime_error when the file exists but is damaged (not safetensors,
+/// not tide's, truncated, checksum mismatch, a size longer than the file).
+/// The values themselves are the caller's to check.
 std::optional<CheckpointState> read_checkpoint(const std::string& dir);
 
 }  // namespace tide::train

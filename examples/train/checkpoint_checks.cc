@@ -29,6 +29,20 @@ std::vector<std::string> checkpoint_tensor_names(int layers, bool adam) {
   return names;
 }
 
+std::vector<std::string> checkpoint_tensor_keys(int layers, bool adam) {
+  std::vector<std::string> params;
+  for (int l = 0; l < layers; ++l) {
+    params.push_back("layer" + std::to_string(l) + ".weight");
+    params.push_back("layer" + std::to_string(l) + ".bias");
+  }
+  std::vector<std::string> keys = params;
+  for (const auto& p : params) keys.push_back((adam ? "adam_m." : "momentum.") + p);
+  if (adam)
+    for (const auto& p : params) keys.push_back("adam_v." + p);
+  keys.insert(keys.end(), {"log.loss_sums", "log.correct_counts", "log.first_step"});
+  return keys;
+}
+
 void check_resumable(const CheckpointState& ck, const ResumeExpectation& want) {
   const std::string where = "the checkpoint in " + want.dir;
   auto bad = [&](const std::string& what) { throw std::runtime_error(where + " " + what); };
@@ -37,6 +51,9 @@ void check_resumable(const CheckpointState& ck, const ResumeExpectation& want) {
   const std::size_t n = want.state_sizes.size();
   if (ck.tensors.size() != n + 3)
     bad("holds " + std::to_string(ck.tensors.size()) + " tensors, expected " + std::to_string(n + 3));
+  for (std::size_t i = 0; i < ck.names.size() && i < want.keys.size(); ++i)
+    if (ck.names[i] != want.keys[i])
+      bad("holds '" + ck.names[i] + "' where this run keeps '" + want.keys[i] + "' (the " + want.names[i] + ")");
   for (std::size_t i = 0; i < n; ++i)
     if (static_cast<std::int64_t>(ck.tensors[i].size()) != want.state_sizes[i])
       bad("has " + std::to_string(ck.tensors[i].size()) + " values for the " + want.names[i] + ", expected " +

@@ -18,12 +18,18 @@ namespace tide::train {
 /// correct-count sums per rank and its first step.
 std::vector<std::string> checkpoint_tensor_names(int layers, bool adam);
 
+/// The same tensors' keys in the checkpoint file (safetensors): layer0.weight,
+/// layer0.bias, ..., momentum.layer0.weight (or adam_m., adam_v.), ...,
+/// log.loss_sums, log.correct_counts, log.first_step.
+std::vector<std::string> checkpoint_tensor_keys(int layers, bool adam);
+
 /// What this run expects of the checkpoint it resumes from.
 struct ResumeExpectation {
   std::string dir;
   std::string fingerprint;
   std::vector<std::int64_t> state_sizes;  // values of each parameter and optimizer tensor
   std::vector<std::string> names;         // checkpoint_tensor_names
+  std::vector<std::string> keys;          // checkpoint_tensor_keys
   std::int64_t total_steps = 0;           // where this run ends
 };
 

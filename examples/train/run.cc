@@ -83,6 +83,7 @@ Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const
     if (ok.item<int>() == 0) throw std::runtime_error("--metrics " + cfg.metrics_path + ": cannot write it");
   }
   names = checkpoint_tensor_names(model.layers(), adam);
+  keys = checkpoint_tensor_keys(model.layers(), adam);
 }
 
 Tensor Run::to_dev(const Tensor& host) const { return dev.is_cpu() ? host : copy_to(host, dev); }

@@ -59,6 +59,7 @@ struct Run {
   Tensor loss_sum, correct_sum;        // of the open log interval, on the device
   std::string fingerprint;             // rank 0 only
   std::vector<std::string> names;      // checkpoint_tensor_names
+  std::vector<std::string> keys;       // checkpoint_tensor_keys
   std::int64_t start = 0;              // first step of this call
   std::int64_t log_from = 0;           // first step of the open log interval
   double started_s = 0;                // when the loop began (now_s)

@@ -41,7 +41,7 @@ std::vector<double> open_checkpoint_dir(Run& run, std::optional<CheckpointState>
                                "with --overwrite, or give another --checkpoint directory");
     if (cfg.resume) ck = read_checkpoint(cfg.checkpoint_dir);
     if (!ck) return {kNone, 0, 0, 0};
-    ResumeExpectation want{cfg.checkpoint_dir, run.fingerprint, {}, run.names, run.total};
+    ResumeExpectation want{cfg.checkpoint_dir, run.fingerprint, {}, run.names, run.keys, run.total};
     for (Tensor* t : run.everything()) want.state_sizes.push_back(t->numel());
     check_resumable(*ck, want);
     return {kOk, static_cast<double>(ck->step), ck->tensors.back()[0],
@@ -136,10 +136,16 @@ void save_checkpoint(Run& run, std::int64_t step) {
       CheckpointState ck;
       ck.fingerprint = run.fingerprint;
       ck.step = step + 1;
-      for (Tensor* t : run.everything()) ck.tensors.push_back(t->to_vector<double>());
+      for (Tensor* t : run.everything()) {
+        ck.tensors.push_back(t->to_vector<double>());
+        ck.shapes.emplace_back(t->shape().begin(), t->shape().end());
+      }
       ck.tensors.push_back(loss_per_rank.to_vector<double>());
       ck.tensors.push_back(correct_per_rank.to_vector<double>());
       ck.tensors.push_back({static_cast<double>(run.log_from)});
+      for (std::size_t i = ck.shapes.size(); i < ck.tensors.size(); ++i)
+        ck.shapes.push_back({static_cast<std::int64_t>(ck.tensors[i].size())});
+      ck.names = run.keys;
       if (const std::string nan = first_non_finite(ck.tensors, run.names); !nan.empty())
         throw std::runtime_error("training diverged: after step " + std::to_string(step + 1) + " there is " + nan +
                                  " (a smaller --lr may help); not writing that over the checkpoint in " +

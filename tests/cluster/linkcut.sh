@@ -54,7 +54,7 @@ echo "uninterrupted: final loss $ref_loss, parameters $ref_digest"
 
 # The run to cut. Its output goes to files, not a pipe: the daemon on the cut
 # node keeps its end of mpirun's output open until the link comes back.
-ck=$work/cut/checkpoint.tide
+ck=$work/cut/checkpoint.safetensors
 echo "+ ${launch[*]} --output-dir $work/out --abort-timeout $abort_timeout -np 2 -H node1:1,node2:1 $prog ${args[*]} --checkpoint $work/cut"
 timeout "$limit" "${launch[@]}" --output-dir "$work/out" --abort-timeout "$abort_timeout" -np 2 -H node1:1,node2:1 \
   "$prog" "${args[@]}" --checkpoint "$work/cut" >"$work/cut.log" 2>&1 &

@@ -2,8 +2,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -174,44 +176,70 @@ TEST(Checkpoint, RoundTripsAndRejectsDamage) {
   TempDir d;
   const std::string dir = (d.path / "run").string();
   EXPECT_FALSE(read_checkpoint(dir).has_value());
-  CheckpointState s{"model A", 42, {{1.5, -2.25, 1e-300}, {}, {3.0}}};
+  CheckpointState s;
+  s.fingerprint = "model \"A\"\n\\ \x01";  // what JSON must escape
+  s.step = 42;
+  s.tensors = {{1.5, -2.25, 1e-300, 4, 5, 6}, {}, {3.0}};
+  s.names = {"layer0.weight", "empty", "log.first_step"};
+  s.shapes = {{2, 3}, {0}, {1}};
   write_checkpoint(dir, s);
   auto back = read_checkpoint(dir);
   ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->fingerprint, "model A");
+  EXPECT_EQ(back->fingerprint, s.fingerprint);
   EXPECT_EQ(back->step, 42);
   EXPECT_EQ(back->tensors, s.tensors);
+  EXPECT_EQ(back->names, s.names);
+  EXPECT_EQ(back->shapes, s.shapes);
+  // Without names and shapes: t0, t1, ... of one dimension.
+  CheckpointState plain{"p", 1, {{1, 2}, {3}}, {}, {}};
+  write_checkpoint(dir, plain);
+  EXPECT_EQ(read_checkpoint(dir)->names, (std::vector<std::string>{"t0", "t1"}));
+  EXPECT_EQ(read_checkpoint(dir)->shapes, (std::vector<std::vector<std::int64_t>>{{2}, {1}}));
   // Overwriting leaves one file and no temporaries.
   s.step = 43;
   write_checkpoint(dir, s);
   EXPECT_EQ(read_checkpoint(dir)->step, 43);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 1);
-  // One flipped byte is caught by the checksum.
   const std::string path = checkpoint_path(dir);
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekp(20);
-  f.put('\x7f');
-  f.close();
-  EXPECT_THROW(read_checkpoint(dir), std::runtime_error);
+  auto message = [&] {
+    try {
+      read_checkpoint(dir);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A flipped byte among the values is caught by the checksum.
+  const auto size = fs::file_size(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size - 3));
+    f.put('\x7f');
+  }
+  EXPECT_NE(message().find("checksum mismatch"), std::string::npos) << message();
+  // One in the header breaks its structure.
+  write_checkpoint(dir, s);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(9);
+    f.put('[');
+  }
+  EXPECT_NE(message().find("bad safetensors header"), std::string::npos) << message();
   write_bytes(path, {'n', 'o', 'p', 'e', 0, 0, 0, 0, 0, 0, 0, 0});
   EXPECT_THROW(read_checkpoint(dir), std::runtime_error);
 }
 
-/// A checkpoint file of `body` behind the magic, with a valid checksum.
-void write_forged(const std::string& path, const std::string& body) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : body) h = (h ^ c) * 1099511628211ull;
-  std::string file = "TIDECKP1" + body;
-  file.append(reinterpret_cast<const char*>(&h), sizeof h);
+/// A safetensors file of `header` (JSON) and `data_bytes` zero bytes.
+void write_forged(const std::string& path, const std::string& header, std::size_t data_bytes = 0,
+                  std::uint64_t claimed = 0) {
+  const std::uint64_t n = claimed ? claimed : header.size();
+  std::string file(reinterpret_cast<const char*>(&n), 8);
+  file += header;
+  file.append(data_bytes, '\0');
   std::ofstream(path, std::ios::binary) << file;
 }
 
-template <typename T>
-std::string bytes_of(T v) {
-  return std::string(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-TEST(Checkpoint, ForgedLengthsAreRefusedBeforeAnyAllocation) {
+TEST(Checkpoint, ForgedSizesAreRefusedBeforeAnyAllocation) {
   TempDir d;
   const std::string dir = d.path.string(), path = checkpoint_path(dir);
   auto message = [&] {
@@ -222,13 +250,50 @@ TEST(Checkpoint, ForgedLengthsAreRefusedBeforeAnyAllocation) {
     }
     return std::string("no error");
   };
-  write_forged(path, bytes_of<std::uint32_t>(0xffffffffu) + "fp");
-  EXPECT_NE(message().find(path + ": truncated checkpoint (fingerprint)"), std::string::npos) << message();
-  write_forged(path, bytes_of<std::uint32_t>(2) + "fp" + bytes_of<std::int64_t>(3) + bytes_of<std::uint32_t>(0xffffffffu));
-  EXPECT_NE(message().find("truncated checkpoint (tensor count)"), std::string::npos) << message();
-  write_forged(path, bytes_of<std::uint32_t>(2) + "fp" + bytes_of<std::int64_t>(3) + bytes_of<std::uint32_t>(1) +
-                         bytes_of<std::uint64_t>(~std::uint64_t{0} / 8));
-  EXPECT_NE(message().find("truncated checkpoint"), std::string::npos) << message();
+  const std::string meta =
+      R"("__metadata__":{"format":"tide-checkpoint","version":"2","fingerprint":"f","step":"1","fnv1a64":"x"})";
+  write_forged(path, "{}", 0, ~std::uint64_t{0});
+  EXPECT_NE(message().find("a header of 18446744073709551615 bytes in a file of 10"), std::string::npos) << message();
+  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", 8);
+  EXPECT_NE(message().find("more values than the file holds"), std::string::npos) << message();
+  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})", 8);
+  EXPECT_NE(message().find("data_offsets outside the file's 8 bytes"), std::string::npos) << message();
+  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
+  EXPECT_NE(message().find("is F32, not F64"), std::string::npos) << message();
+  write_forged(path,
+               "{" + meta + R"(,"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},)" +
+                   R"("b":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
+               16);
+  EXPECT_NE(message().find("overlap or leave a gap"), std::string::npos) << message();
+  write_forged(path, R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8);
+  EXPECT_NE(message().find("not a tide checkpoint (no 'format' in its metadata)"), std::string::npos) << message();
+}
+
+// The file is plain safetensors: a reader of the format's own, in Python's
+// standard library alone (no tide code), sees the names, shapes, values
+// and metadata the trainer wrote.
+TEST(Checkpoint, APlainSafetensorsReaderReadsIt) {
+  if (std::system("python3 -c 1 > /dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 (scripts/setup.sh installs it)";
+  TempDir d;
+  const std::string dir = d.path.string();
+  CheckpointState s;
+  s.fingerprint = "hidden 4; batch 2";
+  s.step = 7;
+  s.tensors = {{0.5, -1.25, 2, 3, 4, 5, 6, 7}, {0.125, 0.25}, {9}};
+  s.names = {"layer0.weight", "layer0.bias", "log.first_step"};
+  s.shapes = {{2, 4}, {2}, {1}};
+  write_checkpoint(dir, s);
+  const std::string out = (d.path / "read.txt").string();
+  const std::string cmd =
+      "python3 " TIDE_SOURCE_DIR "/tests/train/read_safetensors.py " + checkpoint_path(dir) + " > " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(out);
+  const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(got.find("meta fingerprint hidden 4; batch 2\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("meta step 7\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("tensor layer0.weight F64 2x4 8 26.25 0.5 7.0\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("tensor layer0.bias F64 2 2 0.375 0.125 0.25\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("tensor log.first_step F64 1 1 9.0 9.0 9.0\n"), std::string::npos) << got;
 }
 
 TEST(CheckpointDir, IsCreatedAndCheckedWritable) {
