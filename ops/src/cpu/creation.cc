@@ -10,6 +10,7 @@
 #include <tide/ops/philox.h>
 
 #include "../kernels.h"
+#include "vector_clones.h"
 
 namespace tide::kernels {
 
@@ -72,15 +73,6 @@ void normal_f32_block(std::uint64_t counter, std::uint64_t seed, float* v) {
   normal_f32::pair(b.v[0], b.v[1], v[0], v[1]);
   normal_f32::pair(b.v[2], b.v[3], v[2], v[3]);
 }
-
-// An AVX2 clone where the processor has it (chosen at load time): every
-// operation of the transform is an IEEE-rounded one, and fma contraction is
-// off, so the clone's results are the same bits as the baseline's.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TIDE_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TIDE_VECTOR_CLONES
-#endif
 
 /// f32 normals: whole blocks in runs of kRun, words first and then the
 /// transform, each a loop the compiler vectorises; partial blocks at either

@@ -6,16 +6,11 @@
 #include <cmath>
 
 #include "../kernels.h"
+#include "vector_clones.h"
 
 namespace tide::kernels {
 
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TIDE_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TIDE_VECTOR_CLONES
-#endif
 
 /// v = momentum v + (g + weight_decay p); p -= lr v, in T. The parameter
 /// moves by the stored velocity, as PyTorch's momentum buffer does. grad
