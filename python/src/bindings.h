@@ -1,0 +1,18 @@
+// What the parts of the Python module share (python/src/).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <tide/tide.h>
+
+namespace tide::python {
+
+/// The runtime tide.init() made, or null.
+Runtime* current_runtime();
+
+/// Tensors, creation, elementwise, reduction, linear algebra and nn ops.
+void bind_tensors(pybind11::module_& m);
+/// The world communicator's collectives.
+void bind_comm(pybind11::module_& m);
+
+}  // namespace tide::python

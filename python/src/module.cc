@@ -1,0 +1,153 @@
+// The Python module tide._tide: the runtime, errors and the frontend's
+// waits. Tensors and ops are in tensor.cc. Every call that can wait for the
+// backend (a barrier, a blocker, a step at the gate) releases the GIL, so
+// other Python threads run meanwhile.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tide/tide.h>
+
+#include "bindings.h"
+
+namespace py = pybind11;
+
+namespace tide::python {
+
+namespace {
+
+/// The process's runtime: made by init(), ended by shutdown() (which the
+/// package registers with atexit).
+std::unique_ptr<Runtime>& runtime_slot() {
+  static auto* slot = new std::unique_ptr<Runtime>();  // outlives interpreter teardown
+  return *slot;
+}
+
+Runtime& runtime() {
+  auto& rt = runtime_slot();
+  if (!rt) throw UsageError("tide: no runtime: call tide.init() first");
+  return *rt;
+}
+
+/// A step as a context manager: `with rt.step(): ...`.
+class PyStep {
+ public:
+  explicit PyStep(Runtime& rt) : rt_(rt) {}
+  void enter() {
+    py::gil_scoped_release nogil;
+    step_.emplace(rt_.step());
+  }
+  void exit() { step_.reset(); }
+
+ private:
+  Runtime& rt_;
+  std::optional<Step> step_;
+};
+
+void register_errors(py::module_& m) {
+  // Base first: a handler for a derived class must be tried before its base,
+  // so they are registered from the most general to the most specific
+  // (pybind11 tries the last registered first).
+  static py::exception<Error> base(m, "Error", PyExc_RuntimeError);
+  py::register_exception<ShapeError>(m, "ShapeError", base.ptr());
+  py::register_exception<DTypeError>(m, "DTypeError", base.ptr());
+  py::register_exception<DeviceError>(m, "DeviceError", base.ptr());
+  py::register_exception<UndefinedTensorError>(m, "UndefinedTensorError", base.ptr());
+  py::register_exception<PolicyError>(m, "PolicyError", base.ptr());
+  py::register_exception<ValueError>(m, "ValueError", base.ptr());
+  py::register_exception<UsageError>(m, "UsageError", base.ptr());
+  py::register_exception<OutOfMemoryError>(m, "OutOfMemoryError", base.ptr());
+  py::register_exception<BackendError>(m, "BackendError", base.ptr());
+  py::register_exception<CommError>(m, "CommError", base.ptr());
+}
+
+}  // namespace
+
+Runtime* current_runtime() { return runtime_slot().get(); }
+
+}  // namespace tide::python
+
+PYBIND11_MODULE(_tide, m) {
+  using namespace tide;
+  using namespace tide::python;
+  m.doc() = "tide: an asynchronous execution engine (C++ backend, this frontend pushes ops and waits at barriers)";
+  register_errors(m);
+
+  py::class_<Stats>(m, "Stats")
+      .def_readonly("ops_pushed", &Stats::ops_pushed)
+      .def_readonly("ops_completed", &Stats::ops_completed)
+      .def_readonly("ops_failed", &Stats::ops_failed)
+      .def_readonly("blockers", &Stats::blockers)
+      .def_readonly("stalls", &Stats::stalls)
+      .def_readonly("queued_ops", &Stats::queued_ops)
+      .def_readonly("queued_bytes", &Stats::queued_bytes)
+      .def("__str__", &Stats::str)
+      .def("__repr__", &Stats::str);
+
+  py::class_<SyncPolicy>(m, "SyncPolicy")
+      .def(py::init<>())
+      .def_readwrite("max_inflight_steps", &SyncPolicy::max_inflight_steps)
+      .def_readwrite("max_queued_ops", &SyncPolicy::max_queued_ops)
+      .def_readwrite("max_queued_bytes", &SyncPolicy::max_queued_bytes)
+      .def_readwrite("max_queued_host_bytes", &SyncPolicy::max_queued_host_bytes)
+      .def_readwrite("max_streaming_host_bytes", &SyncPolicy::max_streaming_host_bytes)
+      .def_readwrite("streaming_op_bytes", &SyncPolicy::streaming_op_bytes)
+      .def_readwrite("low_water", &SyncPolicy::low_water)
+      .def_static("unbounded", &SyncPolicy::unbounded)
+      .def_static("steps", &SyncPolicy::steps, py::arg("k"))
+      .def("__repr__", &SyncPolicy::str);
+
+  py::class_<PyStep>(m, "Step")
+      .def("__enter__", [](PyStep& s) -> PyStep& { s.enter(); return s; }, py::return_value_policy::reference)
+      .def("__exit__", [](PyStep& s, py::args) { s.exit(); return false; });
+
+  py::class_<Runtime>(m, "Runtime")
+      .def_property_readonly("rank", &Runtime::rank)
+      .def_property_readonly("size", &Runtime::size)
+      .def_property_readonly("local_rank", &Runtime::local_rank)
+      .def_property_readonly("local_size", &Runtime::local_size)
+      .def_property_readonly("device", [](const Runtime& r) { return r.device().str(); })
+      .def("step", [](Runtime& r) { return PyStep(r); }, "a minibatch, for the sync policy: `with rt.step():`")
+      .def("set_policy", &Runtime::set_policy, py::arg("policy"))
+      .def_property_readonly("policy", [](Runtime& r) { return r.engine().policy(); })
+      .def("stats", &Runtime::stats)
+      .def("log", &Runtime::log, py::arg("line"), "prints on rank 0 only")
+      .def("wait_all", [](Runtime& r) {
+        py::gil_scoped_release nogil;
+        r.wait_all();
+      });
+
+  m.def(
+      "init",
+      [](std::vector<std::string> argv) {
+        auto& slot = runtime_slot();
+        if (slot) throw UsageError("tide.init(): the runtime is already initialised (one per process)");
+        std::vector<char*> ptrs;
+        for (auto& a : argv) ptrs.push_back(a.data());
+        ptrs.push_back(nullptr);
+        int argc = static_cast<int>(argv.size());
+        slot = Runtime::init(argc, ptrs.data());
+        return slot.get();
+      },
+      py::arg("argv") = std::vector<std::string>{"python"}, py::return_value_policy::reference,
+      "starts the runtime: MPI under a launcher (mpirun, tiderun, srun), a world of one rank otherwise");
+  m.def("runtime", [] { return &runtime(); }, py::return_value_policy::reference, "the runtime tide.init() made");
+  m.def("initialized", [] { return current_runtime() != nullptr; });
+  m.def(
+      "shutdown",
+      [] {
+        py::gil_scoped_release nogil;
+        runtime_slot().reset();
+      },
+      "finishes queued work and ends the runtime (MPI too); later calls on tensors raise tide.UsageError");
+  m.def("wait_all", [] {
+    py::gil_scoped_release nogil;
+    current_engine().wait_all();
+  }, "barrier: waits for everything queued");
+
+  bind_tensors(m);
+  bind_comm(m);
+}

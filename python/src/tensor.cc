@@ -1,0 +1,243 @@
+// tide.Tensor and the ops, for Python. Values cross into Python only at
+// blockers (item, numpy, repr), which release the GIL while they wait.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <tide/tide.h>
+
+#include "bindings.h"
+
+namespace py = pybind11;
+
+namespace tide::python {
+
+namespace {
+
+DType parse_dtype(const std::string& s) {
+  if (s == "f32" || s == "float32") return DType::f32;
+  if (s == "f64" || s == "float64") return DType::f64;
+  if (s == "i32" || s == "int32") return DType::i32;
+  throw DTypeError("tide: dtype '" + s + "': expected f32, f64 or i32");
+}
+
+Shape to_shape(const std::vector<std::int64_t>& dims) { return Shape(dims.begin(), dims.end()); }
+
+TensorOptions options(const std::string& dtype, const std::string& device) {
+  return {parse_dtype(dtype), Device::parse(device)};
+}
+
+py::tuple shape_of(const Tensor& t) {
+  py::tuple out(static_cast<std::size_t>(t.ndim()));
+  for (int i = 0; i < t.ndim(); ++i) out[static_cast<std::size_t>(i)] = t.shape()[i];
+  return out;
+}
+
+template <typename T>
+py::array to_numpy_as(const Tensor& t) {
+  std::vector<T> v;
+  {
+    py::gil_scoped_release nogil;
+    v = t.to_vector<T>();
+  }
+  std::vector<py::ssize_t> dims(t.shape().begin(), t.shape().end());
+  py::array_t<T> out(dims);
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
+py::array to_numpy(const Tensor& t) {
+  t.check_defined("numpy");
+  switch (t.dtype()) {
+    case DType::f32: return to_numpy_as<float>(t);
+    case DType::f64: return to_numpy_as<double>(t);
+    case DType::i32: return to_numpy_as<std::int32_t>(t);
+  }
+  throw DTypeError("numpy(): unknown dtype");
+}
+
+template <typename T>
+Tensor from_array(const py::array& a, Device device) {
+  auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  std::vector<std::int64_t> dims(c.shape(), c.shape() + c.ndim());
+  std::vector<T> v(c.data(), c.data() + c.size());
+  return from_vector(v, to_shape(dims), device);
+}
+
+/// A copy of `a` (made now: later changes to `a` are not seen).
+Tensor from_numpy(const py::array& a, const std::string& device) {
+  const Device d = Device::parse(device);
+  const py::dtype dt = a.dtype();
+  if (dt.is(py::dtype::of<float>())) return from_array<float>(a, d);
+  if (dt.is(py::dtype::of<double>())) return from_array<double>(a, d);
+  if (dt.is(py::dtype::of<std::int32_t>())) return from_array<std::int32_t>(a, d);
+  throw DTypeError("tide.from_numpy: tide holds float32, float64 and int32; got " +
+                   py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) + " (convert it with .astype(...))");
+}
+
+py::object item(const Tensor& t) {
+  if (t.dtype() == DType::i32) {
+    std::int32_t v;
+    {
+      py::gil_scoped_release nogil;
+      v = t.item<std::int32_t>();
+    }
+    return py::int_(v);
+  }
+  double v;
+  {
+    py::gil_scoped_release nogil;
+    v = t.item<double>();
+  }
+  return py::float_(v);
+}
+
+std::string repr(const Tensor& t) {
+  if (!t.defined()) return "tensor(undefined)";
+  py::gil_scoped_release nogil;
+  std::ostringstream os;
+  os << t;
+  return os.str();
+}
+
+}  // namespace
+
+void bind_tensors(py::module_& m) {
+  py::class_<Tensor>(m, "Tensor")
+      .def_property_readonly("shape", &shape_of)
+      .def_property_readonly("dtype", [](const Tensor& t) { return std::string(dtype_name(t.dtype())); })
+      .def_property_readonly("device", [](const Tensor& t) { return t.device().str(); })
+      .def_property_readonly("ndim", &Tensor::ndim)
+      .def("numel", &Tensor::numel)
+      .def("__len__", [](const Tensor& t) {
+        if (t.ndim() == 0) throw py::type_error("len() of a 0-d tensor");
+        return t.shape()[0];
+      })
+      .def("item", &item, "the one value (a blocker: waits for it)")
+      .def("numpy", &to_numpy, "a numpy copy of the values (a blocker: waits for them)")
+      .def(
+          "wait_to_read",
+          [](const Tensor& t) -> const Tensor& {
+            py::gil_scoped_release nogil;
+            return t.wait_to_read();
+          },
+          py::return_value_policy::reference_internal, "barrier: waits for this tensor's producer only")
+      .def("__repr__", &repr)
+      .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); })
+      .def("__add__", [](const Tensor& a, double s) { return add(a, s); })
+      .def("__radd__", [](const Tensor& a, double s) { return add(a, s); })
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b); })
+      .def("__sub__", [](const Tensor& a, double s) { return sub(a, s); })
+      .def("__rsub__", [](const Tensor& a, double s) { return rsub(a, s); })
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b); })
+      .def("__mul__", [](const Tensor& a, double s) { return mul(a, s); })
+      .def("__rmul__", [](const Tensor& a, double s) { return mul(a, s); })
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return div(a, b); })
+      .def("__truediv__", [](const Tensor& a, double s) { return div(a, s); })
+      .def("__rtruediv__", [](const Tensor& a, double s) { return rdiv(a, s); })
+      .def("__neg__", [](const Tensor& a) { return neg(a); })
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+
+  const char* f32 = "f32";
+  const char* cpu0 = "cpu:0";
+  m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = cpu0,
+        "a tensor holding a copy of the array (float32, float64 or int32)");
+  m.def("zeros", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return zeros(to_shape(s), options(dt, dev)); },
+        py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0);
+  m.def("ones", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return ones(to_shape(s), options(dt, dev)); },
+        py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0);
+  m.def(
+      "full",
+      [](std::vector<std::int64_t> s, double v, std::string dt, std::string dev) {
+        return full(to_shape(s), v, options(dt, dev));
+      },
+      py::arg("shape"), py::arg("value"), py::arg("dtype") = f32, py::arg("device") = cpu0);
+  m.def(
+      "arange",
+      [](double start, std::optional<double> stop, double step, std::string dt, std::string dev) {
+        if (!stop) return arange(0, start, step, options(dt, dev));
+        return arange(start, *stop, step, options(dt, dev));
+      },
+      py::arg("start"), py::arg("stop") = py::none(), py::arg("step") = 1.0, py::arg("dtype") = f32,
+      py::arg("device") = cpu0);
+  m.def(
+      "rand",
+      [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed) {
+        return rand(to_shape(s), options(dt, dev), RandomOptions{seed});
+      },
+      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none());
+  m.def(
+      "randn",
+      [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed) {
+        return randn(to_shape(s), options(dt, dev), RandomOptions{seed});
+      },
+      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none());
+  m.def("manual_seed", [](std::uint64_t seed) { current_engine().manual_seed(seed); }, py::arg("seed"));
+
+  m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b); });
+  m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); });
+  m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); });
+  m.def("div", [](const Tensor& a, const Tensor& b) { return div(a, b); });
+  m.def("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); });
+  m.def("neg", [](const Tensor& a) { return neg(a); });
+  m.def("exp", [](const Tensor& a) { return exp(a); });
+  m.def("log", [](const Tensor& a) { return log(a); });
+  m.def("relu", [](const Tensor& a) { return relu(a); });
+  m.def(
+      "sum", [](const Tensor& a, std::optional<int> axis) { return axis ? sum(a, *axis) : sum(a); }, py::arg("a"),
+      py::arg("axis") = py::none());
+  m.def(
+      "mean", [](const Tensor& a, std::optional<int> axis) { return axis ? mean(a, *axis) : mean(a); }, py::arg("a"),
+      py::arg("axis") = py::none());
+  m.def(
+      "max", [](const Tensor& a, std::optional<int> axis) { return axis ? max(a, *axis) : max(a); }, py::arg("a"),
+      py::arg("axis") = py::none());
+  m.def("argmax", [](const Tensor& a, int axis) { return argmax(a, axis); }, py::arg("a"), py::arg("axis"));
+  m.def(
+      "matmul", [](const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul(a, b, ta, tb); }, py::arg("a"),
+      py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);
+  m.def(
+      "copy_to", [](const Tensor& t, const std::string& dev) { return copy_to(t, Device::parse(dev)); },
+      py::arg("tensor"), py::arg("device"));
+  m.def("linear", [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear(x, w, b); });
+  m.def("relu_backward", [](const Tensor& dy, const Tensor& x) { return relu_backward(dy, x); });
+  m.def(
+      "sgd_step_",
+      [](Tensor& p, const Tensor& g, Tensor& v, double lr, double momentum, double wd) {
+        sgd_step_(p, g, v, SgdOptions{lr, momentum, wd});
+      },
+      py::arg("param"), py::arg("grad"), py::arg("velocity"), py::arg("lr"), py::arg("momentum") = 0.0,
+      py::arg("weight_decay") = 0.0, "param -= lr * (velocity = momentum * velocity + grad + weight_decay * param)");
+}
+
+void bind_comm(py::module_& m) {
+  py::enum_<ReduceOp>(m, "ReduceOp")
+      .value("sum", ReduceOp::sum)
+      .value("avg", ReduceOp::avg)
+      .value("max", ReduceOp::max)
+      .value("min", ReduceOp::min);
+  auto world = []() -> Communicator& {
+    Runtime* rt = current_runtime();
+    if (!rt) throw UsageError("tide: no runtime: call tide.init() first");
+    return rt->world();
+  };
+  m.def(
+      "all_reduce", [world](const Tensor& t, ReduceOp op) { return world().all_reduce(t, op); }, py::arg("tensor"),
+      py::arg("op") = ReduceOp::sum, "the reduction over every rank (async: a comm-stream op)");
+  m.def(
+      "broadcast_", [world](Tensor& t, int root) { world().broadcast_(t, root); }, py::arg("tensor"),
+      py::arg("root") = 0);
+  m.def("all_gather", [world](const Tensor& t) { return world().all_gather(t); }, py::arg("tensor"));
+  m.def("barrier", [world] {
+    Communicator& w = world();
+    py::gil_scoped_release nogil;
+    w.barrier();
+  });
+}
+
+}  // namespace tide::python

@@ -1,0 +1,29 @@
+"""tide from Python: ops are pushed to a C++ backend that runs them
+asynchronously; Python waits only at barriers (wait_all, Tensor.wait_to_read)
+and blockers (Tensor.item, Tensor.numpy, repr).
+
+    import tide
+    rt = tide.init()              # MPI under a launcher, one rank otherwise
+    x = tide.ones([1, 2])
+    z = x * x + 2                 # returns at once
+    print(z)                      # a blocker: waits for z only
+    with rt.step():               # a minibatch, for the sync policy
+        ...
+    tide.wait_all()
+"""
+import atexit
+import os
+import sys
+
+# Open MPI's components are shared objects that expect libmpi's symbols to
+# be global: load the extension (and the libmpi it links) with RTLD_GLOBAL.
+_flags = sys.getdlopenflags()
+sys.setdlopenflags(_flags | os.RTLD_GLOBAL)
+try:
+    from ._tide import *  # noqa: F401,F403
+    from ._tide import shutdown as _shutdown
+finally:
+    sys.setdlopenflags(_flags)
+
+# Finish queued work and MPI before the interpreter tears modules down.
+atexit.register(_shutdown)

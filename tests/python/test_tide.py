@@ -1,0 +1,178 @@
+"""The Python frontend: values against numpy, errors, blockers, the GIL, no
+leaks, lifetimes, and two ranks under mpirun. Run by ctest (python.pytest)
+with PYTHONPATH at the build's python/ folder:
+  PYTHONPATH=build/python python3 -m pytest -q tests/python"""
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import tide
+
+RT = tide.init() if not tide.initialized() else tide.runtime()
+
+
+def run_python(code, env_extra=None, launcher=()):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    return subprocess.run([*launcher, sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_values_match_numpy():
+    a = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
+    ta, tb = tide.from_numpy(a), tide.from_numpy(b)
+    np.testing.assert_allclose((ta @ tb).numpy(), a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose((ta * 2 + 1).numpy(), a * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose((1 - ta).numpy(), 1 - a, rtol=1e-6)
+    np.testing.assert_allclose((2 / (tide.exp(ta) + 1)).numpy(), 2 / (np.exp(a) + 1), rtol=1e-5)
+    np.testing.assert_allclose(tide.relu(-ta).numpy(), np.maximum(-a, 0))
+    np.testing.assert_allclose(tide.sum(ta, axis=1).numpy(), a.sum(axis=1), rtol=1e-5)
+    assert tide.sum(ta).item() == pytest.approx(float(a.sum()), rel=1e-5)
+    assert tide.max(ta).item() == pytest.approx(float(a.max()))
+    np.testing.assert_array_equal(tide.argmax(ta, 1).numpy(), a.argmax(axis=1))
+    f64 = tide.from_numpy(np.arange(6, dtype=np.float64).reshape(2, 3))
+    assert f64.dtype == "f64" and f64.shape == (2, 3) and len(f64) == 2
+    np.testing.assert_array_equal(f64.numpy(), np.arange(6.0).reshape(2, 3))
+    i = tide.from_numpy(np.array([1, -2, 3], dtype=np.int32))
+    assert i.dtype == "i32" and tide.sum(i).item() == 2 and isinstance(tide.sum(i).item(), int)
+
+
+def test_from_numpy_copies_at_call_time():
+    a = np.ones(4, dtype=np.float32)
+    t = tide.from_numpy(a)
+    a[:] = 7
+    np.testing.assert_array_equal(t.numpy(), np.ones(4))
+
+
+def test_creation_and_seeds():
+    assert tide.zeros([2, 3]).numpy().sum() == 0
+    np.testing.assert_array_equal(tide.full([2], 2.5, dtype="f64").numpy(), [2.5, 2.5])
+    np.testing.assert_array_equal(tide.arange(4).numpy(), [0, 1, 2, 3])
+    np.testing.assert_array_equal(tide.randn([100], seed=3).numpy(), tide.randn([100], seed=3).numpy())
+    z = tide.randn([100000], seed=5).numpy()
+    assert abs(z.mean()) < 0.02 and abs(z.std() - 1) < 0.02
+
+
+def test_errors_are_tide_exceptions_with_the_message():
+    with pytest.raises(tide.ShapeError, match="shapes differ"):
+        tide.add(tide.ones([2]), tide.ones([3]))
+    with pytest.raises(tide.DTypeError, match="got int64"):
+        tide.from_numpy(np.arange(3))
+    with pytest.raises(tide.DTypeError, match="expected f32, f64 or i32"):
+        tide.zeros([2], dtype="f16")
+    with pytest.raises(tide.ShapeError, match="one element"):
+        tide.ones([2]).item()
+    with pytest.raises(tide.UsageError, match="already initialised"):
+        tide.init()
+    assert issubclass(tide.ShapeError, tide.Error) and issubclass(tide.Error, RuntimeError)
+
+
+def test_a_failed_op_raises_at_the_blocker():
+    # log of an int tensor is refused on the frontend, before anything runs
+    with pytest.raises(tide.Error):
+        tide.log(tide.from_numpy(np.array([1], dtype=np.int32)))
+
+
+def test_repr_and_wait_to_read_are_blockers():
+    before = RT.stats().blockers
+    t = tide.ones([1, 2]) * 3
+    assert t.wait_to_read() is not None
+    assert "tensor([[3, 3]]" in repr(t)
+    assert RT.stats().blockers >= before + 2
+
+
+def test_steps_are_context_managers_and_policies_apply():
+    p = tide.SyncPolicy.steps(1)
+    RT.set_policy(p)
+    try:
+        for _ in range(5):
+            with RT.step():
+                tide.ones([8]) + 1
+        assert RT.policy.max_inflight_steps == 1
+    finally:
+        RT.set_policy(tide.SyncPolicy())
+    tide.wait_all()
+
+
+def test_waiting_releases_the_gil():
+    # Another Python thread counts while the main thread waits for work
+    # that takes a while (matmuls of 1000 x 1000).
+    a = tide.randn([1000, 1000], seed=1)
+    ticks = [0]
+    done = threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks[0] += 1
+
+    th = threading.Thread(target=count)
+    for _ in range(8):
+        a = tide.matmul(a, a) * 0.001
+    th.start()
+    start = ticks[0]
+    t0 = time.perf_counter()
+    tide.wait_all()
+    waited = time.perf_counter() - t0
+    done.set()
+    th.join()
+    assert waited > 0.005, "the work finished before the wait began; make it larger"
+    assert ticks[0] - start > 1000, f"only {ticks[0] - start} ticks while waiting {waited:.3f} s"
+
+
+def test_a_loop_of_ops_does_not_leak():
+    def rss_kb():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    x = tide.ones([16])
+    for _ in range(20000):  # warm-up: caches, op records
+        y = x + 1
+    tide.wait_all()
+    before = rss_kb()
+    for _ in range(100000):
+        y = x + 1
+    tide.wait_all()
+    grew = rss_kb() - before
+    assert grew < 8 * 1024, f"resident memory grew by {grew} KiB over 100,000 ops"
+    del y
+
+
+def test_a_tensor_outliving_its_runtime_raises_not_crashes():
+    r = run_python("""
+        import tide
+        rt = tide.init()
+        t = tide.ones([2]) + 1
+        tide.shutdown()
+        try:
+            t.numpy()
+        except tide.UsageError as e:
+            print("UsageError:", e)
+        try:
+            tide.ones([2])
+        except tide.UsageError as e:
+            print("UsageError:", e)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("UsageError:") == 2, r.stdout + r.stderr
+
+
+def test_two_ranks_under_mpirun():
+    mpirun = [os.environ.get("TIDE_TEST_MPIEXEC", "mpirun"), "--oversubscribe", "-np", "2"]
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    r = run_python("""
+        import tide
+        rt = tide.init()
+        t = tide.full([3], rt.rank + 1.0)
+        s = tide.all_reduce(t)
+        g = tide.all_gather(tide.full([1], float(rt.rank)))
+        rt.log(f"size {rt.size} sum {s.numpy().tolist()} gathered {g.numpy().tolist()}")
+    """, env, mpirun)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "size 2 sum [3.0, 3.0, 3.0] gathered [[0.0], [1.0]]" in r.stdout, r.stdout + r.stderr
+    assert r.stdout.count("size 2") == 1, "rank 0 alone logs"
