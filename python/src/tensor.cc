@@ -207,37 +207,25 @@ void bind_tensors(py::module_& m) {
   m.def("linear", [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear(x, w, b); });
   m.def("relu_backward", [](const Tensor& dy, const Tensor& x) { return relu_backward(dy, x); });
   m.def(
+      "softmax_cross_entropy",
+      [](const Tensor& logits, const Tensor& labels) {
+        SoftmaxCrossEntropy r = softmax_cross_entropy(logits, labels);
+        return py::make_tuple(r.loss, r.probs);
+      },
+      py::arg("logits"), py::arg("labels"), "(loss, probs): the mean cross-entropy of softmax(logits) and the softmax");
+  m.def("softmax_cross_entropy_backward",
+        [](const Tensor& probs, const Tensor& labels) { return softmax_cross_entropy_backward(probs, labels); });
+  m.def("linear_backward_weight", [](const Tensor& dy, const Tensor& x) { return linear_backward_weight(dy, x); });
+  m.def("linear_backward_bias", [](const Tensor& dy) { return linear_backward_bias(dy); });
+  m.def("linear_backward_input", [](const Tensor& dy, const Tensor& w) { return linear_backward_input(dy, w); });
+  m.def("add_", [](Tensor& a, const Tensor& b) { add_(a, b); }, py::arg("a"), py::arg("b"), "a += b, in place");
+  m.def(
       "sgd_step_",
       [](Tensor& p, const Tensor& g, Tensor& v, double lr, double momentum, double wd) {
         sgd_step_(p, g, v, SgdOptions{lr, momentum, wd});
       },
       py::arg("param"), py::arg("grad"), py::arg("velocity"), py::arg("lr"), py::arg("momentum") = 0.0,
       py::arg("weight_decay") = 0.0, "param -= lr * (velocity = momentum * velocity + grad + weight_decay * param)");
-}
-
-void bind_comm(py::module_& m) {
-  py::enum_<ReduceOp>(m, "ReduceOp")
-      .value("sum", ReduceOp::sum)
-      .value("avg", ReduceOp::avg)
-      .value("max", ReduceOp::max)
-      .value("min", ReduceOp::min);
-  auto world = []() -> Communicator& {
-    Runtime* rt = current_runtime();
-    if (!rt) throw UsageError("tide: no runtime: call tide.init() first");
-    return rt->world();
-  };
-  m.def(
-      "all_reduce", [world](const Tensor& t, ReduceOp op) { return world().all_reduce(t, op); }, py::arg("tensor"),
-      py::arg("op") = ReduceOp::sum, "the reduction over every rank (async: a comm-stream op)");
-  m.def(
-      "broadcast_", [world](Tensor& t, int root) { world().broadcast_(t, root); }, py::arg("tensor"),
-      py::arg("root") = 0);
-  m.def("all_gather", [world](const Tensor& t) { return world().all_gather(t); }, py::arg("tensor"));
-  m.def("barrier", [world] {
-    Communicator& w = world();
-    py::gil_scoped_release nogil;
-    w.barrier();
-  });
 }
 
 }  // namespace tide::python

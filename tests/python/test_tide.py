@@ -176,3 +176,50 @@ def test_two_ranks_under_mpirun():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "size 2 sum [3.0, 3.0, 3.0] gathered [[0.0], [1.0]]" in r.stdout, r.stdout + r.stderr
     assert r.stdout.count("size 2") == 1, "rank 0 alone logs"
+
+
+def _examples():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "..", "..", "examples", "python")
+
+
+def test_the_python_trainer_generates_the_cpp_trainers_rows():
+    # The C++ trainer's checkpoint names its data by an FNV-1a digest of the
+    # rows and labels; the Python generator must give the same bytes.
+    trainer = os.environ.get("TIDE_TEST_TRAINER")
+    if not trainer:
+        pytest.skip("TIDE_TEST_TRAINER (the C++ trainer) not given")
+    import tempfile
+    sys.path.insert(0, _examples())
+    from train_mlp import make_generated
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run([trainer, "--max-steps", "1", "--checkpoint", d, "--progress", "lines"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        with open(os.path.join(d, "checkpoint.safetensors"), "rb") as f:
+            raw = f.read()
+    import json as _json
+    import struct
+    (n,) = struct.unpack("<Q", raw[:8])
+    fingerprint = _json.loads(raw[8:8 + n])["__metadata__"]["fingerprint"]
+    (x, y), _ = make_generated(24576, 4096, 64, 10, 1234)
+    h, mask = 1469598103934665603, (1 << 64) - 1
+    for b in (x.tobytes(), y.tobytes()):
+        words = np.frombuffer(b[:len(b) // 8 * 8], dtype="<u8")
+        for w in words.tolist():
+            h = ((h ^ w) * 1099511628211) & mask
+        for c in b[len(b) // 8 * 8:]:
+            h = ((h ^ c) * 1099511628211) & mask
+    assert f"fnv1a64:{h:016x}" in fingerprint, fingerprint
+
+
+def test_the_python_trainer_on_two_ranks():
+    mpirun = [os.environ.get("TIDE_TEST_MPIEXEC", "mpirun"), "--oversubscribe", "-np", "2"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run([*mpirun, sys.executable, os.path.join(_examples(), "train_mlp.py"), "--steps", "200",
+                        "--log-every", "100", "--bucket-mb", "0.25"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "2 rank(s)" in r.stdout and r.stdout.count("trained 200 steps") == 1, r.stdout
+    acc = float(r.stdout.split("held-out accuracy ")[1].split("%")[0])
+    assert acc > 80, r.stdout

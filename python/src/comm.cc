@@ -1,0 +1,64 @@
+// The world communicator's collectives and the gradient reducer, for
+// Python: all are pushed as comm-stream ops (no wait), except barrier.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <vector>
+
+#include <tide/comm/reducer.h>
+#include <tide/tide.h>
+
+#include "bindings.h"
+
+namespace py = pybind11;
+
+namespace tide::python {
+
+void bind_comm(py::module_& m) {
+  py::enum_<ReduceOp>(m, "ReduceOp")
+      .value("sum", ReduceOp::sum)
+      .value("avg", ReduceOp::avg)
+      .value("max", ReduceOp::max)
+      .value("min", ReduceOp::min);
+  auto world = []() -> Communicator& {
+    Runtime* rt = current_runtime();
+    if (!rt) throw UsageError("tide: no runtime: call tide.init() first");
+    return rt->world();
+  };
+  m.def(
+      "all_reduce", [world](const Tensor& t, ReduceOp op) { return world().all_reduce(t, op); }, py::arg("tensor"),
+      py::arg("op") = ReduceOp::sum, "the reduction over every rank (async: a comm-stream op)");
+  m.def(
+      "broadcast_", [world](Tensor& t, int root) { world().broadcast_(t, root); }, py::arg("tensor"),
+      py::arg("root") = 0);
+  m.def("all_gather", [world](const Tensor& t) { return world().all_gather(t); }, py::arg("tensor"));
+  m.def("check_sync", [world] { world().check_sync(); },
+        "pushes a check that every rank pushed the same collectives so far");
+  py::class_<GradientReducer>(m, "GradientReducer")
+      .def(py::init([world](const std::vector<Tensor>& params, double bucket_mb, ReduceOp op) {
+             return new GradientReducer(world(), params, ReducerOptions{bucket_mb, op});
+           }),
+           py::arg("params"), py::arg("bucket_mb") = 25.0, py::arg("op") = ReduceOp::avg,
+           "buckets of gradients reduced across ranks while backward still computes")
+      .def("push_gradient", [](GradientReducer& r, int i, const Tensor& g) { r.push_gradient(i, g); },
+           py::arg("index"), py::arg("grad"))
+      .def("reduced", &GradientReducer::reduced, py::arg("index"), py::return_value_policy::copy)
+      .def("finish_step", &GradientReducer::finish_step)
+      .def_property_readonly("buckets",
+                             [](const GradientReducer& r) {
+                               std::vector<std::vector<int>> out;
+                               for (const auto& b : r.buckets()) out.push_back(b.params);
+                               return out;
+                             })
+      .def("__repr__", &GradientReducer::describe);
+  m.def("broadcast_params_", [world](std::vector<Tensor> ts, int root) {
+    for (Tensor& t : ts) world().broadcast_(t, root);
+  }, py::arg("tensors"), py::arg("root") = 0, "each tensor broadcast in place from root");
+  m.def("barrier", [world] {
+    Communicator& w = world();
+    py::gil_scoped_release nogil;
+    w.barrier();
+  });
+}
+
+}  // namespace tide::python
