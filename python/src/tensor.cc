@@ -108,6 +108,8 @@ std::string repr(const Tensor& t) {
 }  // namespace
 
 void bind_tensors(py::module_& m) {
+  // Scalar overloads first: a Python number fails the Tensor conversion
+  // slowly, a Tensor fails the float conversion at once.
   py::class_<Tensor>(m, "Tensor")
       .def_property_readonly("shape", &shape_of)
       .def_property_readonly("dtype", [](const Tensor& t) { return std::string(dtype_name(t.dtype())); })
@@ -128,17 +130,17 @@ void bind_tensors(py::module_& m) {
           },
           py::return_value_policy::reference_internal, "barrier: waits for this tensor's producer only")
       .def("__repr__", &repr)
-      .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); })
       .def("__add__", [](const Tensor& a, double s) { return add(a, s); })
+      .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); })
       .def("__radd__", [](const Tensor& a, double s) { return add(a, s); })
-      .def("__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b); })
       .def("__sub__", [](const Tensor& a, double s) { return sub(a, s); })
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b); })
       .def("__rsub__", [](const Tensor& a, double s) { return rsub(a, s); })
-      .def("__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b); })
       .def("__mul__", [](const Tensor& a, double s) { return mul(a, s); })
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b); })
       .def("__rmul__", [](const Tensor& a, double s) { return mul(a, s); })
-      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return div(a, b); })
       .def("__truediv__", [](const Tensor& a, double s) { return div(a, s); })
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return div(a, b); })
       .def("__rtruediv__", [](const Tensor& a, double s) { return rdiv(a, s); })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
