@@ -31,4 +31,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(timeout 120 mpirun --oversubscribe -np 2 "$work/build/first_program" 2>&1) ||
   fail "the consumer failed under mpirun -np 2: $out"
 check_output "$out" "mpirun -np 2" 2 6
-echo "check_install: OK: installed from $build, a consumer configured, built and ran alone and on 2 ranks"
+# The Python package, where the build made one: it imports from the prefix.
+pkg="$work/prefix/lib/python3/dist-packages"
+python_note=""
+if [ -d "$pkg/tide" ]; then
+  out=$(cd "$work" && PYTHONPATH="$pkg" timeout 120 /usr/bin/python3 -c \
+    'import tide; tide.init(); print("python:", (tide.ones([2]) * 2 + 1).numpy().tolist())' 2>&1) ||
+    fail "the installed Python package did not import: $out"
+  grep -q "python: \[3.0, 3.0\]" <<<"$out" || fail "the installed Python package computed: $out"
+  python_note=", and the Python package imported from it"
+fi
+echo "check_install: OK: installed from $build, a consumer configured, built and ran alone and on 2 ranks$python_note"
