@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
+
+#include "common/json_writer.h"
 
 namespace tide::train {
 
@@ -18,23 +21,6 @@ bool little_endian() {
   unsigned char b;
   std::memcpy(&b, &one, 1);
   return b == 1;
-}
-
-void append_json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
 }
 
 /// A JSON value: what a safetensors header holds (no floats, no booleans).
@@ -190,16 +176,11 @@ class Parser {
 
 std::string encode_safetensors(const StFile& f) {
   if (!little_endian()) throw std::invalid_argument("safetensors: this machine is not little-endian");
-  std::string header = "{\"__metadata__\":{";
-  bool first = true;
-  for (const auto& [k, v] : f.metadata) {
-    if (!first) header += ',';
-    first = false;
-    append_json_string(header, k);
-    header += ':';
-    append_json_string(header, v);
-  }
-  header += '}';
+  std::ostringstream json;
+  examples::JsonWriter w(json, 0);
+  w.begin_object().key("__metadata__").begin_object();
+  for (const auto& [k, v] : f.metadata) w.field(k, v);
+  w.end_object();
   std::uint64_t offset = 0;
   std::vector<std::string> seen;
   for (const StTensor& t : f.tensors) {
@@ -214,14 +195,13 @@ std::string encode_safetensors(const StFile& f) {
     if (n != t.values.size())
       throw std::invalid_argument("safetensors: tensor '" + t.name + "' has " + std::to_string(t.values.size()) +
                                   " values for a shape of " + std::to_string(n));
-    header += ',';
-    append_json_string(header, t.name);
-    header += ":{\"dtype\":\"F64\",\"shape\":[";
-    for (std::size_t i = 0; i < t.shape.size(); ++i) header += (i ? "," : "") + std::to_string(t.shape[i]);
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + 8 * n) + "]}";
+    w.key(t.name).begin_object().field("dtype", "F64").key("shape").begin_array();
+    for (std::int64_t d : t.shape) w.value(d);
+    w.end_array().key("data_offsets").begin_array().value(offset).value(offset + 8 * n).end_array().end_object();
     offset += 8 * n;
   }
-  header += '}';
+  w.end_object();
+  std::string header = json.str();
   header.append((8 - header.size() % 8) % 8, ' ');  // the data starts 8-aligned
   std::string out(8, '\0');
   const std::uint64_t size = header.size();

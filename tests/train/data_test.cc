@@ -172,6 +172,16 @@ TEST(Widths, AreWholeNumbersAtLeastOneWithNothingEmpty) {
   EXPECT_NE(message("99999999999999999999").find("too large"), std::string::npos);
 }
 
+/// What read_checkpoint(dir) throws ("no error" when it does not).
+std::string read_error(const std::string& dir) {
+  try {
+    read_checkpoint(dir);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(Checkpoint, RoundTripsAndRejectsDamage) {
   TempDir d;
   const std::string dir = (d.path / "run").string();
@@ -201,14 +211,7 @@ TEST(Checkpoint, RoundTripsAndRejectsDamage) {
   EXPECT_EQ(read_checkpoint(dir)->step, 43);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 1);
   const std::string path = checkpoint_path(dir);
-  auto message = [&] {
-    try {
-      read_checkpoint(dir);
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&] { return read_error(dir); };
   // A flipped byte among the values is caught by the checksum.
   const auto size = fs::file_size(path);
   {
@@ -242,14 +245,7 @@ void write_forged(const std::string& path, const std::string& header, std::size_
 TEST(Checkpoint, ForgedSizesAreRefusedBeforeAnyAllocation) {
   TempDir d;
   const std::string dir = d.path.string(), path = checkpoint_path(dir);
-  auto message = [&] {
-    try {
-      read_checkpoint(dir);
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [&] { return read_error(dir); };
   const std::string meta =
       R"("__metadata__":{"format":"tide-checkpoint","version":"2","fingerprint":"f","step":"1","fnv1a64":"x"})";
   write_forged(path, "{}", 0, ~std::uint64_t{0});
