@@ -18,6 +18,9 @@ import socket
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from generated_task import make_generated  # noqa: E402
+
 
 def worker(rank, a, port, queue):
     os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
@@ -27,10 +30,10 @@ def worker(rank, a, port, queue):
 
     torch.set_num_threads(a.threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=a.ranks)
-    torch.manual_seed(a.seed)  # the same task and initial model on every rank
-    centres = torch.randn(a.classes, a.features) * 2.0
-    labels = torch.randint(0, a.classes, (a.train_rows,))
-    rows = centres[labels] + torch.randn(a.train_rows, a.features)
+    torch.manual_seed(a.seed)  # the same initial model on every rank
+    # tide's generated task, the same rows bit for bit (examples/python/generated_task.py).
+    (xtr, ytr), (xte, yte) = make_generated(a.train_rows, 4096, a.features, a.classes, a.data_seed)
+    rows, labels = torch.from_numpy(xtr), torch.from_numpy(ytr).long()
     widths = [a.features] + [int(h) for h in a.hidden.split(",")] + [a.classes]
     layers = []
     for i in range(len(widths) - 1):
@@ -65,7 +68,10 @@ def worker(rank, a, port, queue):
     dist.barrier()
     elapsed = time.perf_counter() - t_warm
     if rank == 0:
-        queue.put({"elapsed": elapsed, "losses": losses, "torch": torch.__version__})
+        with torch.no_grad():
+            predicted = model(torch.from_numpy(xte)).argmax(1)
+        accuracy = (predicted == torch.from_numpy(yte).long()).float().mean().item()
+        queue.put({"elapsed": elapsed, "losses": losses, "torch": torch.__version__, "accuracy": accuracy})
     dist.destroy_process_group()
 
 
@@ -85,6 +91,7 @@ def main():
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket cap (its default: 25)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data-seed", type=int, default=1234, help="the generated task's seed (tide's trainer: 1234)")
     p.add_argument("--json", help="write the results here")
     a = p.parse_args()
     if a.ranks < 1 or a.threads < 1 or a.batch < 1 or a.steps <= a.warmup:
@@ -113,10 +120,12 @@ def main():
                     "cores": os.cpu_count()},
         "config": {"ranks": a.ranks, "threads": a.threads, "hidden": a.hidden, "batch_per_rank": a.batch,
                    "steps": a.steps, "bucket_mb": a.bucket_mb, "backend": "gloo"},
-        "result": {"samples_per_s": sps, "step_ms": 1e3 * out["elapsed"] / timed, "losses": out["losses"]},
+        "result": {"samples_per_s": sps, "step_ms": 1e3 * out["elapsed"] / timed, "losses": out["losses"],
+                   "test_accuracy": out["accuracy"]},
     }
     print(f"torch DDP (gloo) {a.ranks} ranks: {sps:.0f} samples/s, {res['result']['step_ms']:.3f} ms per step, "
-          f"last loss {out['losses'][-1] if out['losses'] else float('nan'):.4f}")
+          f"last loss {out['losses'][-1] if out['losses'] else float('nan'):.4f}, "
+          f"held-out accuracy {100 * out['accuracy']:.1f}%")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=2)

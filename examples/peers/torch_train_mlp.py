@@ -11,9 +11,13 @@ steps only. Samples/s over the steps after a warm-up, as JSON.
 """
 import argparse
 import json
+import os
 import platform
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from generated_task import make_generated  # noqa: E402
 
 
 def main():
@@ -32,6 +36,7 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data-seed", type=int, default=1234, help="the generated task's seed (tide's trainer: 1234)")
     p.add_argument("--json", help="write the results here")
     a = p.parse_args()
 
@@ -48,10 +53,9 @@ def main():
         if gpu:
             torch.cuda.synchronize(dev)
     torch.manual_seed(a.seed)
-    # A generated task of the same shape as tide's: class centres plus noise.
-    centres = torch.randn(a.classes, a.features) * 2.0
-    labels = torch.randint(0, a.classes, (a.train_rows,))
-    rows = centres[labels] + torch.randn(a.train_rows, a.features)
+    # tide's generated task, the same rows bit for bit (examples/python/generated_task.py).
+    (xtr, ytr), (xte, yte) = make_generated(a.train_rows, 4096, a.features, a.classes, a.data_seed)
+    rows, labels = torch.from_numpy(xtr), torch.from_numpy(ytr).long()
 
     widths = [a.features] + [int(h) for h in a.hidden.split(",")] + [a.classes]
     layers = []
@@ -110,6 +114,9 @@ def main():
     sync()
     elapsed = time.perf_counter() - t_warm
     timed = a.steps - a.warmup
+    with torch.no_grad():
+        predicted = model(torch.from_numpy(xte).to(dev)).argmax(1).cpu()
+    accuracy = (predicted == torch.from_numpy(yte).long()).float().mean().item()
     res = {
         "benchmark": "torch_train_mlp",
         "command": " ".join(sys.argv),
@@ -119,10 +126,11 @@ def main():
         "config": {"hidden": widths[1:-1], "features": a.features, "classes": a.classes, "batch": a.batch,
                    "steps": a.steps, "optimizer": a.optimizer, "lr": a.lr},
         "result": {"samples_per_s": timed * a.batch / elapsed, "step_ms": 1e3 * elapsed / timed,
-                   "losses": losses},
+                   "losses": losses, "test_accuracy": accuracy},
     }
     print(f"torch {a.device}: {res['result']['samples_per_s']:.0f} samples/s, "
-          f"{res['result']['step_ms']:.3f} ms per step, last loss {losses[-1] if losses else float('nan'):.4f}")
+          f"{res['result']['step_ms']:.3f} ms per step, last loss {losses[-1] if losses else float('nan'):.4f}, "
+          f"held-out accuracy {100 * accuracy:.1f}%")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=2)

@@ -191,7 +191,7 @@ def test_the_python_trainer_generates_the_cpp_trainers_rows():
         pytest.skip("TIDE_TEST_TRAINER (the C++ trainer) not given")
     import tempfile
     sys.path.insert(0, _examples())
-    from train_mlp import make_generated
+    from generated_task import make_generated
     with tempfile.TemporaryDirectory() as d:
         r = subprocess.run([trainer, "--max-steps", "1", "--checkpoint", d, "--progress", "lines"],
                            capture_output=True, text=True, timeout=120)
