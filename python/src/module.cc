@@ -32,19 +32,29 @@ Runtime& runtime() {
   return *rt;
 }
 
+/// What Python holds for the runtime: no pointer, so that a handle kept
+/// past tide.shutdown() raises tide.UsageError instead of reaching freed
+/// memory.
+struct RuntimeHandle {};
+
 /// A step as a context manager: `with rt.step(): ...`.
 class PyStep {
  public:
-  explicit PyStep(Runtime& rt) : rt_(rt) {}
   void enter() {
+    Runtime& rt = runtime();
     py::gil_scoped_release nogil;
-    step_.emplace(rt_.step());
+    step_ = std::make_unique<Step>(rt.step());
   }
-  void exit() { step_.reset(); }
+  void exit() {
+    // A step whose runtime has ended must not reach the engine it began on:
+    // its record is dropped (a few bytes) instead of ended.
+    if (!current_runtime_alive()) (void)step_.release();
+    step_.reset();
+  }
 
  private:
-  Runtime& rt_;
-  std::optional<Step> step_;
+  static bool current_runtime_alive() { return runtime_slot() != nullptr; }
+  std::unique_ptr<Step> step_;
 };
 
 void register_errors(py::module_& m) {
@@ -104,20 +114,22 @@ PYBIND11_MODULE(_tide, m) {
       .def("__enter__", [](PyStep& s) -> PyStep& { s.enter(); return s; }, py::return_value_policy::reference)
       .def("__exit__", [](PyStep& s, py::args) { s.exit(); return false; });
 
-  py::class_<Runtime>(m, "Runtime")
-      .def_property_readonly("rank", &Runtime::rank)
-      .def_property_readonly("size", &Runtime::size)
-      .def_property_readonly("local_rank", &Runtime::local_rank)
-      .def_property_readonly("local_size", &Runtime::local_size)
-      .def_property_readonly("device", [](const Runtime& r) { return r.device().str(); })
-      .def("step", [](Runtime& r) { return PyStep(r); }, "a minibatch, for the sync policy: `with rt.step():`")
-      .def("set_policy", &Runtime::set_policy, py::arg("policy"))
-      .def_property_readonly("policy", [](Runtime& r) { return r.engine().policy(); })
-      .def("stats", &Runtime::stats)
-      .def("log", &Runtime::log, py::arg("line"), "prints on rank 0 only")
-      .def("wait_all", [](Runtime& r) {
+  py::class_<RuntimeHandle>(m, "Runtime")
+      .def_property_readonly("rank", [](RuntimeHandle) { return runtime().rank(); })
+      .def_property_readonly("size", [](RuntimeHandle) { return runtime().size(); })
+      .def_property_readonly("local_rank", [](RuntimeHandle) { return runtime().local_rank(); })
+      .def_property_readonly("local_size", [](RuntimeHandle) { return runtime().local_size(); })
+      .def_property_readonly("device", [](RuntimeHandle) { return runtime().device().str(); })
+      .def("step", [](RuntimeHandle) { return PyStep(); }, "a minibatch, for the sync policy: `with rt.step():`")
+      .def("set_policy", [](RuntimeHandle, const SyncPolicy& p) { runtime().set_policy(p); }, py::arg("policy"))
+      .def_property_readonly("policy", [](RuntimeHandle) { return runtime().engine().policy(); })
+      .def("stats", [](RuntimeHandle) { return runtime().stats(); })
+      .def("log", [](RuntimeHandle, const std::string& line) { runtime().log(line); }, py::arg("line"),
+           "prints on rank 0 only")
+      .def("wait_all", [](RuntimeHandle) {
+        Runtime& rt = runtime();
         py::gil_scoped_release nogil;
-        r.wait_all();
+        rt.wait_all();
       });
 
   m.def(
@@ -130,11 +142,11 @@ PYBIND11_MODULE(_tide, m) {
         ptrs.push_back(nullptr);
         int argc = static_cast<int>(argv.size());
         slot = Runtime::init(argc, ptrs.data());
-        return slot.get();
+        return RuntimeHandle{};
       },
-      py::arg("argv") = std::vector<std::string>{"python"}, py::return_value_policy::reference,
+      py::arg("argv") = std::vector<std::string>{"python"},
       "starts the runtime: MPI under a launcher (mpirun, tiderun, srun), a world of one rank otherwise");
-  m.def("runtime", [] { return &runtime(); }, py::return_value_policy::reference, "the runtime tide.init() made");
+  m.def("runtime", [] { (void)runtime(); return RuntimeHandle{}; }, "the runtime tide.init() made");
   m.def("initialized", [] { return current_runtime() != nullptr; });
   m.def(
       "shutdown",
