@@ -9,6 +9,7 @@
 #include <tide/tide.h>
 
 #include "bindings.h"
+#include "call_site.h"
 
 namespace py = pybind11;
 
@@ -26,21 +27,21 @@ void bind_comm(py::module_& m) {
     return rt->world();
   };
   m.def(
-      "all_reduce", [world](const Tensor& t, ReduceOp op) { return world().all_reduce(t, op); }, py::arg("tensor"),
+      "all_reduce", [world](const Tensor& t, ReduceOp op) { return world().all_reduce(t, op, here()); }, py::arg("tensor"),
       py::arg("op") = ReduceOp::sum, "the reduction over every rank (async: a comm-stream op)");
   m.def(
-      "broadcast_", [world](Tensor& t, int root) { world().broadcast_(t, root); }, py::arg("tensor"),
+      "broadcast_", [world](Tensor& t, int root) { world().broadcast_(t, root, here()); }, py::arg("tensor"),
       py::arg("root") = 0);
-  m.def("all_gather", [world](const Tensor& t) { return world().all_gather(t); }, py::arg("tensor"));
-  m.def("check_sync", [world] { world().check_sync(); },
+  m.def("all_gather", [world](const Tensor& t) { return world().all_gather(t, here()); }, py::arg("tensor"));
+  m.def("check_sync", [world] { world().check_sync(here()); },
         "pushes a check that every rank pushed the same collectives so far");
   py::class_<GradientReducer>(m, "GradientReducer")
       .def(py::init([world](const std::vector<Tensor>& params, double bucket_mb, ReduceOp op) {
-             return new GradientReducer(world(), params, ReducerOptions{bucket_mb, op});
+             return new GradientReducer(world(), params, ReducerOptions{bucket_mb, op}, here());
            }),
            py::arg("params"), py::arg("bucket_mb") = 25.0, py::arg("op") = ReduceOp::avg,
            "buckets of gradients reduced across ranks while backward still computes")
-      .def("push_gradient", [](GradientReducer& r, int i, const Tensor& g) { r.push_gradient(i, g); },
+      .def("push_gradient", [](GradientReducer& r, int i, const Tensor& g) { r.push_gradient(i, g, here()); },
            py::arg("index"), py::arg("grad"))
       .def("reduced", &GradientReducer::reduced, py::arg("index"), py::return_value_policy::copy)
       .def("finish_step", &GradientReducer::finish_step)
@@ -52,12 +53,14 @@ void bind_comm(py::module_& m) {
                              })
       .def("__repr__", &GradientReducer::describe);
   m.def("broadcast_params_", [world](std::vector<Tensor> ts, int root) {
-    for (Tensor& t : ts) world().broadcast_(t, root);
+    const Loc loc = here();
+    for (Tensor& t : ts) world().broadcast_(t, root, loc);
   }, py::arg("tensors"), py::arg("root") = 0, "each tensor broadcast in place from root");
   m.def("barrier", [world] {
     Communicator& w = world();
+    const Loc loc = here();
     py::gil_scoped_release nogil;
-    w.barrier();
+    w.barrier(loc);
   });
 }
 

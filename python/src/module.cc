@@ -12,6 +12,7 @@
 #include <tide/tide.h>
 
 #include "bindings.h"
+#include "call_site.h"
 
 namespace py = pybind11;
 
@@ -42,8 +43,9 @@ class PyStep {
  public:
   void enter() {
     Runtime& rt = runtime();
+    const std::source_location loc = here();
     py::gil_scoped_release nogil;
-    step_ = std::make_unique<Step>(rt.step());
+    step_ = std::make_unique<Step>(rt.step(loc));
   }
   void exit() {
     // A step whose runtime has ended must not reach the engine it began on:
@@ -128,8 +130,9 @@ PYBIND11_MODULE(_tide, m) {
            "prints on rank 0 only")
       .def("wait_all", [](RuntimeHandle) {
         Runtime& rt = runtime();
+        const std::source_location loc = here();
         py::gil_scoped_release nogil;
-        rt.wait_all();
+        rt.wait_all(loc);
       });
 
   m.def(
@@ -148,6 +151,8 @@ PYBIND11_MODULE(_tide, m) {
       "starts the runtime: MPI under a launcher (mpirun, tiderun, srun), a world of one rank otherwise");
   m.def("runtime", [] { (void)runtime(); return RuntimeHandle{}; }, "the runtime tide.init() made");
   m.def("initialized", [] { return current_runtime() != nullptr; });
+  m.def("python_call_sites", &python_call_sites,
+        "whether errors, blockers and the trace name Python lines (else the module's C++ lines)");
   m.def(
       "shutdown",
       [] {
@@ -156,8 +161,10 @@ PYBIND11_MODULE(_tide, m) {
       },
       "finishes queued work and ends the runtime (MPI too); later calls on tensors raise tide.UsageError");
   m.def("wait_all", [] {
+    Engine& e = current_engine();
+    const std::source_location loc = here();
     py::gil_scoped_release nogil;
-    current_engine().wait_all();
+    e.wait_all(loc);
   }, "barrier: waits for everything queued");
 
   bind_tensors(m);

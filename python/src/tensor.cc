@@ -12,6 +12,7 @@
 #include <tide/tide.h>
 
 #include "bindings.h"
+#include "call_site.h"
 
 namespace py = pybind11;
 
@@ -41,9 +42,10 @@ py::tuple shape_of(const Tensor& t) {
 template <typename T>
 py::array to_numpy_as(const Tensor& t) {
   std::vector<T> v;
+  const Loc loc = here();
   {
     py::gil_scoped_release nogil;
-    v = t.to_vector<T>();
+    v = t.to_vector<T>(loc);
   }
   std::vector<py::ssize_t> dims(t.shape().begin(), t.shape().end());
   py::array_t<T> out(dims);
@@ -66,7 +68,7 @@ Tensor from_array(const py::array& a, Device device) {
   auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
   std::vector<std::int64_t> dims(c.shape(), c.shape() + c.ndim());
   std::vector<T> v(c.data(), c.data() + c.size());
-  return from_vector(v, to_shape(dims), device);
+  return from_vector(v, to_shape(dims), device, here());
 }
 
 /// A copy of `a` (made now: later changes to `a` are not seen).
@@ -83,16 +85,18 @@ Tensor from_numpy(const py::array& a, const std::string& device) {
 py::object item(const Tensor& t) {
   if (t.dtype() == DType::i32) {
     std::int32_t v;
+    const Loc loc = here();
     {
       py::gil_scoped_release nogil;
-      v = t.item<std::int32_t>();
+      v = t.item<std::int32_t>(loc);
     }
     return py::int_(v);
   }
   double v;
+  const Loc loc = here();
   {
     py::gil_scoped_release nogil;
-    v = t.item<double>();
+    v = t.item<double>(loc);
   }
   return py::float_(v);
 }
@@ -125,106 +129,107 @@ void bind_tensors(py::module_& m) {
       .def(
           "wait_to_read",
           [](const Tensor& t) -> const Tensor& {
+            const Loc loc = here();
             py::gil_scoped_release nogil;
-            return t.wait_to_read();
+            return t.wait_to_read(loc);
           },
           py::return_value_policy::reference_internal, "barrier: waits for this tensor's producer only")
       .def("__repr__", &repr)
-      .def("__add__", [](const Tensor& a, double s) { return add(a, s); })
-      .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b); })
-      .def("__radd__", [](const Tensor& a, double s) { return add(a, s); })
-      .def("__sub__", [](const Tensor& a, double s) { return sub(a, s); })
-      .def("__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b); })
-      .def("__rsub__", [](const Tensor& a, double s) { return rsub(a, s); })
-      .def("__mul__", [](const Tensor& a, double s) { return mul(a, s); })
-      .def("__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b); })
-      .def("__rmul__", [](const Tensor& a, double s) { return mul(a, s); })
-      .def("__truediv__", [](const Tensor& a, double s) { return div(a, s); })
-      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return div(a, b); })
-      .def("__rtruediv__", [](const Tensor& a, double s) { return rdiv(a, s); })
-      .def("__neg__", [](const Tensor& a) { return neg(a); })
-      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+      .def("__add__", [](const Tensor& a, double s) { return add(a, s, here()); })
+      .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); })
+      .def("__radd__", [](const Tensor& a, double s) { return add(a, s, here()); })
+      .def("__sub__", [](const Tensor& a, double s) { return sub(a, s, here()); })
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { return sub(a, b, here()); })
+      .def("__rsub__", [](const Tensor& a, double s) { return rsub(a, s, here()); })
+      .def("__mul__", [](const Tensor& a, double s) { return mul(a, s, here()); })
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { return mul(a, b, here()); })
+      .def("__rmul__", [](const Tensor& a, double s) { return mul(a, s, here()); })
+      .def("__truediv__", [](const Tensor& a, double s) { return div(a, s, here()); })
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return div(a, b, here()); })
+      .def("__rtruediv__", [](const Tensor& a, double s) { return rdiv(a, s, here()); })
+      .def("__neg__", [](const Tensor& a) { return neg(a, here()); })
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b, here()); });
 
   const char* f32 = "f32";
   const char* cpu0 = "cpu:0";
   m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = cpu0,
         "a tensor holding a copy of the array (float32, float64 or int32)");
-  m.def("zeros", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return zeros(to_shape(s), options(dt, dev)); },
+  m.def("zeros", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return zeros(to_shape(s), options(dt, dev), here()); },
         py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0);
-  m.def("ones", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return ones(to_shape(s), options(dt, dev)); },
+  m.def("ones", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return ones(to_shape(s), options(dt, dev), here()); },
         py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0);
   m.def(
       "full",
       [](std::vector<std::int64_t> s, double v, std::string dt, std::string dev) {
-        return full(to_shape(s), v, options(dt, dev));
+        return full(to_shape(s), v, options(dt, dev), here());
       },
       py::arg("shape"), py::arg("value"), py::arg("dtype") = f32, py::arg("device") = cpu0);
   m.def(
       "arange",
       [](double start, std::optional<double> stop, double step, std::string dt, std::string dev) {
-        if (!stop) return arange(0, start, step, options(dt, dev));
-        return arange(start, *stop, step, options(dt, dev));
+        if (!stop) return arange(0, start, step, options(dt, dev), here());
+        return arange(start, *stop, step, options(dt, dev), here());
       },
       py::arg("start"), py::arg("stop") = py::none(), py::arg("step") = 1.0, py::arg("dtype") = f32,
       py::arg("device") = cpu0);
   m.def(
       "rand",
       [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed) {
-        return rand(to_shape(s), options(dt, dev), RandomOptions{seed});
+        return rand(to_shape(s), options(dt, dev), RandomOptions{seed}, here());
       },
       py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none());
   m.def(
       "randn",
       [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed) {
-        return randn(to_shape(s), options(dt, dev), RandomOptions{seed});
+        return randn(to_shape(s), options(dt, dev), RandomOptions{seed}, here());
       },
       py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none());
   m.def("manual_seed", [](std::uint64_t seed) { current_engine().manual_seed(seed); }, py::arg("seed"));
 
-  m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b); });
-  m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); });
-  m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); });
-  m.def("div", [](const Tensor& a, const Tensor& b) { return div(a, b); });
-  m.def("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); });
-  m.def("neg", [](const Tensor& a) { return neg(a); });
-  m.def("exp", [](const Tensor& a) { return exp(a); });
-  m.def("log", [](const Tensor& a) { return log(a); });
-  m.def("relu", [](const Tensor& a) { return relu(a); });
+  m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); });
+  m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b, here()); });
+  m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b, here()); });
+  m.def("div", [](const Tensor& a, const Tensor& b) { return div(a, b, here()); });
+  m.def("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b, here()); });
+  m.def("neg", [](const Tensor& a) { return neg(a, here()); });
+  m.def("exp", [](const Tensor& a) { return exp(a, here()); });
+  m.def("log", [](const Tensor& a) { return log(a, here()); });
+  m.def("relu", [](const Tensor& a) { return relu(a, here()); });
   m.def(
-      "sum", [](const Tensor& a, std::optional<int> axis) { return axis ? sum(a, *axis) : sum(a); }, py::arg("a"),
+      "sum", [](const Tensor& a, std::optional<int> axis) { return axis ? sum(a, *axis, here()) : sum(a, here()); }, py::arg("a"),
       py::arg("axis") = py::none());
   m.def(
-      "mean", [](const Tensor& a, std::optional<int> axis) { return axis ? mean(a, *axis) : mean(a); }, py::arg("a"),
+      "mean", [](const Tensor& a, std::optional<int> axis) { return axis ? mean(a, *axis, here()) : mean(a, here()); }, py::arg("a"),
       py::arg("axis") = py::none());
   m.def(
-      "max", [](const Tensor& a, std::optional<int> axis) { return axis ? max(a, *axis) : max(a); }, py::arg("a"),
+      "max", [](const Tensor& a, std::optional<int> axis) { return axis ? max(a, *axis, here()) : max(a, here()); }, py::arg("a"),
       py::arg("axis") = py::none());
-  m.def("argmax", [](const Tensor& a, int axis) { return argmax(a, axis); }, py::arg("a"), py::arg("axis"));
+  m.def("argmax", [](const Tensor& a, int axis) { return argmax(a, axis, here()); }, py::arg("a"), py::arg("axis"));
   m.def(
-      "matmul", [](const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul(a, b, ta, tb); }, py::arg("a"),
+      "matmul", [](const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul(a, b, ta, tb, here()); }, py::arg("a"),
       py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);
   m.def(
-      "copy_to", [](const Tensor& t, const std::string& dev) { return copy_to(t, Device::parse(dev)); },
+      "copy_to", [](const Tensor& t, const std::string& dev) { return copy_to(t, Device::parse(dev), here()); },
       py::arg("tensor"), py::arg("device"));
-  m.def("linear", [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear(x, w, b); });
-  m.def("relu_backward", [](const Tensor& dy, const Tensor& x) { return relu_backward(dy, x); });
+  m.def("linear", [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear(x, w, b, here()); });
+  m.def("relu_backward", [](const Tensor& dy, const Tensor& x) { return relu_backward(dy, x, here()); });
   m.def(
       "softmax_cross_entropy",
       [](const Tensor& logits, const Tensor& labels) {
-        SoftmaxCrossEntropy r = softmax_cross_entropy(logits, labels);
+        SoftmaxCrossEntropy r = softmax_cross_entropy(logits, labels, here());
         return py::make_tuple(r.loss, r.probs);
       },
       py::arg("logits"), py::arg("labels"), "(loss, probs): the mean cross-entropy of softmax(logits) and the softmax");
   m.def("softmax_cross_entropy_backward",
-        [](const Tensor& probs, const Tensor& labels) { return softmax_cross_entropy_backward(probs, labels); });
-  m.def("linear_backward_weight", [](const Tensor& dy, const Tensor& x) { return linear_backward_weight(dy, x); });
-  m.def("linear_backward_bias", [](const Tensor& dy) { return linear_backward_bias(dy); });
-  m.def("linear_backward_input", [](const Tensor& dy, const Tensor& w) { return linear_backward_input(dy, w); });
-  m.def("add_", [](Tensor& a, const Tensor& b) { add_(a, b); }, py::arg("a"), py::arg("b"), "a += b, in place");
+        [](const Tensor& probs, const Tensor& labels) { return softmax_cross_entropy_backward(probs, labels, here()); });
+  m.def("linear_backward_weight", [](const Tensor& dy, const Tensor& x) { return linear_backward_weight(dy, x, here()); });
+  m.def("linear_backward_bias", [](const Tensor& dy) { return linear_backward_bias(dy, here()); });
+  m.def("linear_backward_input", [](const Tensor& dy, const Tensor& w) { return linear_backward_input(dy, w, here()); });
+  m.def("add_", [](Tensor& a, const Tensor& b) { add_(a, b, here()); }, py::arg("a"), py::arg("b"), "a += b, in place");
   m.def(
       "sgd_step_",
       [](Tensor& p, const Tensor& g, Tensor& v, double lr, double momentum, double wd) {
-        sgd_step_(p, g, v, SgdOptions{lr, momentum, wd});
+        sgd_step_(p, g, v, SgdOptions{lr, momentum, wd}, here());
       },
       py::arg("param"), py::arg("grad"), py::arg("velocity"), py::arg("lr"), py::arg("momentum") = 0.0,
       py::arg("weight_decay") = 0.0, "param -= lr * (velocity = momentum * velocity + grad + weight_decay * param)");

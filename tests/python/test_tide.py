@@ -221,3 +221,18 @@ def test_the_python_trainer_on_two_ranks():
     assert "2 rank(s)" in r.stdout and r.stdout.count("trained 200 steps") == 1, r.stdout
     acc = float(r.stdout.split("held-out accuracy ")[1].split("%")[0])
     assert acc > 80, r.stdout
+
+
+def test_call_sites_are_the_python_lines():
+    if not tide.python_call_sites():
+        pytest.skip("this C++ standard library's std::source_location cannot be made by the module")
+    import inspect
+    logits = tide.from_numpy(np.array([[1.0, 2.0]], dtype=np.float32))
+    labels = tide.from_numpy(np.array([7], dtype=np.int32))
+    pushed_at = inspect.currentframe().f_lineno + 1
+    loss, _ = tide.softmax_cross_entropy(logits, labels)  # label 7 of 2 classes: the kernel fails
+    with pytest.raises(tide.BackendError) as e:
+        loss.item()
+    read_at = inspect.currentframe().f_lineno - 1
+    assert f"test_tide.py:{pushed_at} (test_call_sites_are_the_python_lines)" in str(e.value), str(e.value)
+    assert f"test_tide.py:{read_at}" in str(RT.stats()), str(RT.stats())
