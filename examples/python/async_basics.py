@@ -146,7 +146,10 @@ def main():
         push.append((time.perf_counter() - t0) / k)
         tide.wait_all()
 
-    inc = {"tide sync": median_s(tide_sync, a.repeats), "tide async": median_s(tide_async, a.repeats)}
+    busy0 = rt.stats().busy_ns
+    inc = {"tide sync": median_s(tide_sync, a.repeats)}
+    busy1 = rt.stats().busy_ns
+    inc["tide async"] = median_s(tide_async, a.repeats)
     for _ in range(a.repeats):
         tide_push_only()
     inc["tide push per op"] = statistics.median(push)
@@ -159,11 +162,23 @@ def main():
     for key, v in inc.items():
         unit = "us per op" if key == "tide push per op" else "ms"
         print(f"  {key:<20} {v * (1e6 if unit == 'us per op' else 1e3):9.2f} {unit}")
-    # The chapter's model: sync ~ N (t1 + t2 + t3), async ~ t1 + N t2 + t3,
-    # with t2 the backend's time per op, measured here as the async loop's
-    # time per op (the backend is the bottleneck once the frontend runs ahead).
+    # The chapter's model: t1 the frontend's push, t2 the backend's run of an
+    # op, t3 the hand-back of a result. sync ~ N (t1 + t2 + t3); async ~
+    # t1 + N t2 + t3 when the backend is the slower side, N t1 + t2 + t3
+    # when pushing is (then the frontend bounds the loop).
+    t1 = inc["tide push per op"]
+    t2 = (busy1 - busy0) / 1e9 / (a.repeats * k)  # the backend's busy time per op, from the sync runs
+    t3 = max(0.0, inc["tide sync"] / k - t1 - t2)
+    sync_model = k * (t1 + t2 + t3)
+    async_model = max(k * t1, k * t2) + min(t1, t2) + t3
+    print(f"  model: t1 (push, measured alone) {t1 * 1e6:.2f} us, t2 (run: the backend's busy time per op) "
+          f"{t2 * 1e6:.2f} us,")
+    print(f"         t3 (hand-back: what a synchronous op costs beyond t1 + t2) {t3 * 1e6:.2f} us")
+    print(f"  model async ~ max(N t1, N t2) + min(t1, t2) + t3 = {async_model * 1e3:8.2f} ms, "
+          f"measured {inc['tide async'] * 1e3:8.2f} ms")
     print(f"  async / sync: {inc['tide async'] / inc['tide sync']:.2f}; "
           f"async {inc['tide sync'] / inc['tide async']:.1f}x faster")
+    inc.update({"t1_s": t1, "t2_s": t2, "t3_s": t3, "sync_model_s": sync_model, "async_model_s": async_model})
     if torch:
         ratio = inc["tide push per op"] / (inc["PyTorch eager"] / k)
         print(f"  tide's push from Python costs {ratio:.2f}x PyTorch's eager op (target at most 1x)")

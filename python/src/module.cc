@@ -96,6 +96,13 @@ PYBIND11_MODULE(_tide, m) {
       .def_readonly("stalls", &Stats::stalls)
       .def_readonly("queued_ops", &Stats::queued_ops)
       .def_readonly("queued_bytes", &Stats::queued_bytes)
+      .def_property_readonly("busy_ns",
+                             [](const Stats& s) {
+                               std::int64_t t = 0;
+                               for (const auto& st : s.streams) t += st.busy_ns;
+                               return t;
+                             },
+                             "time the backend's streams spent running ops, all streams together")
       .def("__str__", &Stats::str)
       .def("__repr__", &Stats::str);
 

@@ -227,6 +227,13 @@ void bind_tensors(py::module_& m) {
   m.def("linear_backward_input", [](const Tensor& dy, const Tensor& w) { return linear_backward_input(dy, w, here()); });
   m.def("add_", [](Tensor& a, const Tensor& b) { add_(a, b, here()); }, py::arg("a"), py::arg("b"), "a += b, in place");
   m.def(
+      "adam_step_",
+      [](Tensor& p, const Tensor& g, Tensor& m1, Tensor& m2, std::int64_t step, double lr, double beta1, double beta2,
+         double eps, double wd) { adam_step_(p, g, m1, m2, step, AdamOptions{lr, beta1, beta2, eps, wd}, here()); },
+      py::arg("param"), py::arg("grad"), py::arg("m"), py::arg("v"), py::arg("step"), py::arg("lr") = 1e-3,
+      py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0,
+      "torch.optim.Adam's update of param, with its moments m and v, at step (from 1)");
+  m.def(
       "sgd_step_",
       [](Tensor& p, const Tensor& g, Tensor& v, double lr, double momentum, double wd) {
         sgd_step_(p, g, v, SgdOptions{lr, momentum, wd}, here());
