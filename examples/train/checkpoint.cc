@@ -24,14 +24,23 @@ constexpr const char* kVersion = "2";
 // A write goes to checkpoint.safetensors.tmp.PID first.
 constexpr const char* kTemporarySuffix = ".tmp.";
 
-std::uint64_t fnv1a(const std::vector<std::vector<double>>& tensors) {
+/// FNV-1a of everything a resume trusts: the fingerprint, the step, and
+/// each tensor's name, shape and values (a flipped digit of the step must
+/// not resume at the wrong step).
+std::uint64_t fnv1a(const std::string& fingerprint, std::int64_t step, const std::vector<StTensor>& tensors) {
   std::uint64_t h = 1469598103934665603ull;
-  for (const auto& t : tensors) {
-    const auto* p = reinterpret_cast<const unsigned char*>(t.data());
-    for (std::size_t i = 0; i < t.size() * sizeof(double); ++i) {
-      h ^= p[i];
-      h *= 1099511628211ull;
-    }
+  auto mix = [&h](const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  auto text = [&](const std::string& s) { mix(s.c_str(), s.size() + 1); };  // with its terminator
+  text(fingerprint);
+  text(std::to_string(step));
+  for (const StTensor& t : tensors) {
+    text(t.name);
+    for (std::int64_t d : t.shape) text(std::to_string(d));
+    text("");
+    mix(t.values.data(), t.values.size() * sizeof(double));
   }
   return h;
 }
@@ -56,14 +65,10 @@ std::string hex(std::uint64_t v) {
 }  // namespace
 
 std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
+std::string old_checkpoint_path(const std::string& dir) { return dir + "/checkpoint.tide"; }
 
 void write_checkpoint(const std::string& dir, const CheckpointState& s) {
   StFile st;
-  st.metadata = {{"format", kFormat},
-                 {"version", kVersion},
-                 {"fingerprint", s.fingerprint},
-                 {"step", std::to_string(s.step)},
-                 {"fnv1a64", hex(fnv1a(s.tensors))}};
   for (std::size_t i = 0; i < s.tensors.size(); ++i) {
     StTensor t;
     t.name = i < s.names.size() ? s.names[i] : "t" + std::to_string(i);
@@ -71,6 +76,11 @@ void write_checkpoint(const std::string& dir, const CheckpointState& s) {
     t.values = s.tensors[i];
     st.tensors.push_back(std::move(t));
   }
+  st.metadata = {{"format", kFormat},
+                 {"version", kVersion},
+                 {"fingerprint", s.fingerprint},
+                 {"step", std::to_string(s.step)},
+                 {"fnv1a64", hex(fnv1a(s.fingerprint, s.step, st.tensors))}};
   std::string file;
   try {
     file = encode_safetensors(st);
@@ -129,19 +139,24 @@ StaleTemporaries prepare_checkpoint_dir(const std::string& dir) {
   ::unlink(probe.c_str());
 
   StaleTemporaries stale;
-  const std::string prefix = std::string("checkpoint.safetensors") + kTemporarySuffix;
+  // This format's temporaries, and the earlier format's (checkpoint.tide).
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
+    std::string digits;
+    for (const char* base : {"checkpoint.safetensors", "checkpoint.tide"}) {
+      const std::string prefix = std::string(base) + kTemporarySuffix;
+      if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0) digits = name.substr(prefix.size());
+    }
+    if (digits.empty()) continue;
     if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(digits));
     // A writer still running on this host (another run sharing the directory) keeps its file.
     if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-    const auto size = fs::file_size(entry.path(), ec);
-    if (fs::remove(entry.path(), ec)) {
+    std::error_code size_ec, remove_ec;
+    const auto size = fs::file_size(entry.path(), size_ec);
+    if (fs::remove(entry.path(), remove_ec)) {
       ++stale.files;
-      stale.bytes += ec ? 0 : size;
+      stale.bytes += size_ec ? 0 : size;
     }
   }
   return stale;
@@ -179,13 +194,13 @@ std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
     used = 0;
   }
   if (used == 0 || used != step.size()) throw std::runtime_error(path + ": a step of '" + step + "' in its metadata");
+  if (meta("fnv1a64") != hex(fnv1a(s.fingerprint, s.step, parsed.tensors)))
+    throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
   for (StTensor& t : parsed.tensors) {
     s.names.push_back(t.name);
     s.shapes.push_back(t.shape);
     s.tensors.push_back(std::move(t.values));
   }
-  if (meta("fnv1a64") != hex(fnv1a(s.tensors)))
-    throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
   return s;
 }
 

@@ -26,6 +26,8 @@ struct CheckpointState {
 
 /// DIR/checkpoint.safetensors.
 std::string checkpoint_path(const std::string& dir);
+/// DIR/checkpoint.tide: where the earlier format (raw f64, no names) was.
+std::string old_checkpoint_path(const std::string& dir);
 
 /// What prepare_checkpoint_dir removed.
 struct StaleTemporaries {

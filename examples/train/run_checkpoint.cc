@@ -36,6 +36,13 @@ std::vector<double> open_checkpoint_dir(Run& run, std::optional<CheckpointState>
                         << fmt("%.1f", static_cast<double>(stale.bytes) / 1e6) << " MB) left in "
                         << cfg.checkpoint_dir << " by an interrupted checkpoint write\n";
     const std::string path = checkpoint_path(cfg.checkpoint_dir);
+    // A checkpoint of the earlier format is not "none": resuming must not
+    // start over beside it, nor a new run silently leave it behind.
+    if (const std::string old = old_checkpoint_path(cfg.checkpoint_dir);
+        !cfg.overwrite && std::filesystem::exists(old))
+      throw std::runtime_error(old + " is a checkpoint of tide's earlier format (raw f64, before safetensors), "
+                               "which this trainer does not read: continue it with the version that wrote it, "
+                               "or start over with --overwrite (it is then left as it is)");
     if (!cfg.resume && !cfg.overwrite && std::filesystem::exists(path))
       throw std::runtime_error(path + " already holds a checkpoint: continue it with --resume, replace it "
                                "with --overwrite, or give another --checkpoint directory");

@@ -60,6 +60,9 @@ class Parser {
   }
   Json parse(int depth) {
     if (depth > 8) fail("nesting too deep");
+    // A header's values are few and small: a bound on them keeps a forged
+    // header (up to kMaxHeader bytes) from costing gigabytes of nodes.
+    if (++nodes_ > kMaxNodes) fail("more than " + std::to_string(kMaxNodes) + " values");
     const char c = peek();
     Json v;
     if (c == '{') {
@@ -90,6 +93,7 @@ class Parser {
         return v;
       }
       for (;;) {
+        if (v.items.size() == kMaxItems) fail("an array of more than " + std::to_string(kMaxItems) + " items");
         v.items.push_back(parse(depth + 1));
         if (peek() == ',') {
           ++pos_;
@@ -167,9 +171,12 @@ class Parser {
     }
   }
 
+  static constexpr std::size_t kMaxNodes = 1'000'000;  // about 100 MB of nodes at most
+  static constexpr std::size_t kMaxItems = 64;          // a shape's dimensions, or an offset pair
   const std::string& s_;
   const std::string& path_;
   std::size_t pos_ = 0;
+  std::size_t nodes_ = 0;
 };
 
 }  // namespace

@@ -31,8 +31,9 @@ std::string encode_safetensors(const StFile& f);
 /// tensors). Throws std::runtime_error starting with `path` for anything
 /// malformed: a header size past the file, JSON it cannot parse, a dtype
 /// other than F64, a shape that does not match its byte range, ranges that
-/// overlap, leave gaps or run past the file. Sizes are checked against the
-/// file before anything is allocated.
+/// overlap, leave gaps or run past the file, more than a million JSON values
+/// or an array of more than 64. Sizes are checked against the file before
+/// anything is allocated.
 StFile decode_safetensors(const std::string& bytes, const std::string& path);
 
 }  // namespace tide::train

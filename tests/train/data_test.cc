@@ -220,6 +220,18 @@ TEST(Checkpoint, RoundTripsAndRejectsDamage) {
     f.put('\x7f');
   }
   EXPECT_NE(message().find("checksum mismatch"), std::string::npos) << message();
+  // So is a changed digit of the step: the checksum covers the metadata,
+  // names and shapes too.
+  write_checkpoint(dir, s);
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = bytes.find("\"step\":\"43\"");
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + 9] = '8';
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+  EXPECT_NE(message().find("checksum mismatch"), std::string::npos) << message();
   // One in the header breaks its structure.
   write_checkpoint(dir, s);
   {
@@ -263,6 +275,16 @@ TEST(Checkpoint, ForgedSizesAreRefusedBeforeAnyAllocation) {
   EXPECT_NE(message().find("overlap or leave a gap"), std::string::npos) << message();
   write_forged(path, R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8);
   EXPECT_NE(message().find("not a tide checkpoint (no 'format' in its metadata)"), std::string::npos) << message();
+  // Values are bounded before they are built: an array of 65, and a header
+  // of two million small values (a forged 100 MB one would cost gigabytes).
+  std::string dims = "0";
+  for (int i = 0; i < 64; ++i) dims += ",1";
+  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F64","shape":[)" + dims + R"(],"data_offsets":[0,0]}})");
+  EXPECT_NE(message().find("an array of more than 64 items"), std::string::npos) << message();
+  std::string many = "{";
+  for (int i = 0; i < 2'000'000; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
+  write_forged(path, many + "}");
+  EXPECT_NE(message().find("more than 1000000 values"), std::string::npos) << message();
 }
 
 // The file is plain safetensors: a reader of the format's own, in Python's

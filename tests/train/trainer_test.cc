@@ -319,6 +319,29 @@ TEST(Checkpoints, EveryFieldReadBackIsChecked) {
   EXPECT_EQ(forged([](CheckpointState&) {}), "no error") << "the genuine checkpoint resumes";
 }
 
+TEST(Checkpoints, AnEarlierFormatIsRefusedNotIgnored) {
+  // A directory holding only the earlier format's checkpoint.tide: resuming
+  // must not start over beside it as if there were none.
+  SharedDir dir;
+  if (world().rank() == 0) {
+    std::filesystem::create_directories(dir.path);
+    std::ofstream(dir.path + "/checkpoint.tide") << "TIDECKP1";
+  }
+  world().barrier();
+  TrainConfig c = small_config();
+  c.max_steps = 4;
+  c.checkpoint_dir = dir.path;
+  c.resume = true;
+  const std::string why = error_of([&] { run_training(world(), task(), c); });
+  if (world().rank() == 0) {
+    EXPECT_NE(why.find("checkpoint.tide is a checkpoint of tide's earlier format"), std::string::npos) << why;
+  }
+  // --overwrite starts over and leaves it as it is.
+  c.resume = false;
+  c.overwrite = true;
+  EXPECT_EQ(error_of([&] { run_training(world(), task(), c); }), "no error");
+}
+
 TEST(Checkpoints, AnUnwritableDirectoryStopsTheRunBeforeTraining) {
   SharedDir dir;
   if (world().rank() == 0) {
