@@ -6,7 +6,9 @@
 # test it. --bench also installs
 # gnuplot and jq, which the benchmark and plotting scripts draw and read
 # results with; --peers PyTorch (Python and C++) and NumPy for the CPU, the
-# peers the benchmarks are compared with (examples/peers/).
+# peers the benchmarks are compared with (examples/peers/); --slurm Slurm
+# (slurmctld, slurmd, its clients) and munge, which scripts/slurm.sh runs on
+# the namespace nodes for the cluster tests (scripts/test.sh asks for it).
 set -euo pipefail
 
 packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2 python3
@@ -15,7 +17,8 @@ for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(gnuplot-nox jq) ;;
     --peers) packages+=(python3-torch python3-numpy libtorch-dev) ;;
-    *) echo "tide setup: unknown argument '$arg' (expected --bench or --peers)" >&2; exit 2 ;;
+    --slurm) packages+=(slurmctld slurmd slurm-client munge) ;;
+    *) echo "tide setup: unknown argument '$arg' (expected --bench, --peers or --slurm)" >&2; exit 2 ;;
   esac
 done
 

@@ -5,31 +5,48 @@
 # without CUDA). Exits non-zero on any failure.
 #
 # The tests labelled "cluster" run across network-namespace nodes: this
-# script brings 2 up (scripts/cluster.sh, as root) before ctest and down
-# after, even on failure. Where it cannot (not root, no namespaces), those
-# tests skip. A cluster that was already up is used and left up.
+# script brings 2 up (scripts/cluster.sh, as root) and a Slurm on them
+# (scripts/slurm.sh) before ctest, and both down after, even on failure.
+# Where it cannot (not root, no namespaces), those tests skip. A cluster or
+# Slurm that was already up is used and left up.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${TIDE_JOBS:-$(nproc)}
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" --slurm
 
 echo "== build (Release)"
 TIDE_BUILD_DIR="$root/build" "$root/scripts/build.sh"
 
-echo "== cluster of 2 namespace nodes"
-cluster_ours=0
+echo "== cluster of 2 namespace nodes, and Slurm on them"
+cluster_ours=0 slurm_ours=0
+# Whatever brought up here goes down at the end, even on failure: Slurm
+# first, then the nodes it runs on.
+take_down() {
+  if [ "$slurm_ours" -eq 1 ]; then "$root/scripts/slurm.sh" down || true; slurm_ours=0; fi
+  if [ "$cluster_ours" -eq 1 ]; then "$root/scripts/cluster.sh" down || true; cluster_ours=0; fi
+}
+trap take_down EXIT
+trap 'exit 130' INT TERM  # so that the EXIT trap runs
 if "$root/scripts/cluster.sh" status >/dev/null 2>&1; then
   echo "using the cluster already up"
 else
-  trap '"$root/scripts/cluster.sh" down || true' EXIT
-  trap 'exit 130' INT TERM  # so that the EXIT trap runs
   status=0
   "$root/scripts/cluster.sh" up 2 || status=$?
   if [ "$status" -eq 0 ]; then
     cluster_ours=1
   else
-    trap - EXIT INT TERM
     echo "no cluster (scripts/cluster.sh up: status $status); the cluster tests will skip"
+  fi
+fi
+if "$root/scripts/slurm.sh" status >/dev/null 2>&1; then
+  echo "using the Slurm already up"
+elif "$root/scripts/cluster.sh" status >/dev/null 2>&1; then
+  status=0
+  "$root/scripts/slurm.sh" up || status=$?
+  if [ "$status" -eq 0 ]; then
+    slurm_ours=1
+  else
+    echo "no Slurm (scripts/slurm.sh up: status $status); the Slurm tests will skip"
   fi
 fi
 
@@ -59,10 +76,8 @@ echo "== the installed package of the CPU-only build"
 ASAN_OPTIONS="detect_leaks=0" "$root/scripts/check_install.sh" "$root/build-asan" -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined
 
-if [ "$cluster_ours" -eq 1 ]; then
-  "$root/scripts/cluster.sh" down
-  trap - EXIT INT TERM
-fi
+take_down
+trap - EXIT INT TERM
 
 echo "== engine and comm tests (multi-rank, comm thread, liveness, desync check) under ThreadSanitizer"
 TIDE_BUILD_DIR="$root/build-tsan" "$root/scripts/build.sh" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
