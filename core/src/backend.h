@@ -136,6 +136,17 @@ class Lane {
   /// Completion thread: blocks until op `seq` has run on the device (a
   /// short poll, then a sleeping wait).
   virtual Fault wait_done(std::uint64_t seq) = 0;
+
+  // Tracing: an op's span on the device, not its launch.
+  /// Worker: just before launching op `seq`, and just after (before
+  /// record(seq)): timing events around its work on the device.
+  virtual Fault record_begin(std::uint64_t seq) = 0;
+  virtual Fault record_end(std::uint64_t seq) = 0;
+  /// Completion thread, after wait_done(seq) succeeded for an op recorded
+  /// with both: when it began and ended on the device, on the host's steady
+  /// clock (each device's event clock is placed on it once, when its first
+  /// op is timed). False when the device cannot say.
+  virtual bool span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) = 0;
 };
 
 /// A new lane on `device`: the comm stream's native stream gets the

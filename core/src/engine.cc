@@ -209,9 +209,10 @@ void Engine::rethrow_device_failure(Device d) {
   if (p) throw BackendError(p);
 }
 
-void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                     std::uint64_t push_index, void* native_stream, bool cancelled,
-                     const char* skip_reason, const std::vector<TraceWait>* waits) {
+std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
+                             std::uint64_t push_index, void* native_stream, bool cancelled,
+                             const char* skip_reason, const std::vector<TraceWait>* waits) {
+  std::int64_t slot = -1;
   auto make_prov = [&](std::string what) {
     return make_provenance(op, stream_name(stream_index), step, seq, std::move(what));
   };
@@ -287,10 +288,11 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
                      std::memory_order_relaxed);
     if (tracing_.load(std::memory_order_relaxed)) {
       std::lock_guard<std::mutex> lock(sc.trace_mutex);
-      if (sc.trace.size() < StreamCounters::kMaxTrace)
+      if (sc.trace.size() < StreamCounters::kMaxTrace) {
+        slot = static_cast<std::int64_t>(sc.trace_taken + sc.trace.size());
         sc.trace.push_back({op.name, stream_index, step, push_index, t0, t1, seq, op.loc.file_name(), op.loc.line(),
                             waits ? *waits : std::vector<TraceWait>{}});
-      else
+      } else
         Counters::bump(sc.trace_dropped);
     }
     if (poison) {
@@ -304,6 +306,18 @@ void Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint6
   // leaves the storage's cache line alone for the frontend.
   for (int i = 0; i < op.writes.size(); ++i)
     if (poison || op.writes[i]->poison()) op.writes[i]->set_poison(poison);
+  return poison ? -1 : slot;
+}
+
+void Engine::retime(int stream_index, std::int64_t slot, std::int64_t start_ns, std::int64_t end_ns) {
+  if (slot < 0) return;
+  StreamCounters& sc = *counters_->streams[static_cast<std::size_t>(stream_index)];
+  std::lock_guard<std::mutex> lock(sc.trace_mutex);
+  const auto at = static_cast<std::uint64_t>(slot);
+  if (at < sc.trace_taken || at - sc.trace_taken >= sc.trace.size()) return;
+  TraceEvent& ev = sc.trace[at - sc.trace_taken];
+  ev.start_ns = start_ns;
+  ev.end_ns = end_ns;
 }
 
 void Engine::rethrow_poison(const Storage& s) {
@@ -487,6 +501,7 @@ std::vector<TraceEvent> Engine::take_trace() {
   for (auto& sc : counters_->streams) {
     std::lock_guard<std::mutex> lock(sc->trace_mutex);
     all.insert(all.end(), sc->trace.begin(), sc->trace.end());
+    sc->trace_taken += sc->trace.size();
     sc->trace.clear();
   }
   std::sort(all.begin(), all.end(),

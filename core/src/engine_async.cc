@@ -335,8 +335,14 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     if (traced)
       for (int i = 0; i < op.nwaits; ++i)
         if (op.waits[i].stream) waits.push_back({op.waits[i].stream->index(), op.waits[i].seq});
-    execute(op.desc, stream_index, op.seq, op.step, op.push_index, native_stream,
-            cancelling_.load(std::memory_order_acquire), skip_reason, traced ? &waits : nullptr);
+    op.trace_slot = execute(op.desc, stream_index, op.seq, op.step, op.push_index, native_stream,
+                            cancelling_.load(std::memory_order_acquire), skip_reason, traced ? &waits : nullptr);
+  }
+
+  bool tracing() const override { return tracing_.load(std::memory_order_relaxed); }
+
+  void device_span(QueuedOp& op, int stream_index, std::int64_t start_ns, std::int64_t end_ns) override {
+    retime(stream_index, op.trace_slot, start_ns, end_ns);
   }
 
   void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) override {

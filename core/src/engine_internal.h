@@ -29,6 +29,7 @@ struct StreamCounters {
   std::atomic<std::uint64_t> trace_dropped{0};
   std::mutex trace_mutex;  // taken only while tracing
   std::vector<TraceEvent> trace;
+  std::uint64_t trace_taken = 0;  // events take_trace() removed: trace[i] is slot trace_taken + i
   // What the worker does, for the flight recorder (Engine::activity):
   // written by the worker only, read by anyone (a signal handler included).
   std::atomic<const char*> running{nullptr}, last{nullptr};

@@ -161,7 +161,15 @@ void Stream::worker() {
       // are poisoned with the reason; a sticky error also marks the device
       // failed (first, so that the skip is not reported a second time).
       if (sticky) hooks_.async_failure(*op, index_, error, false);
+      // Tracing: the op's span is the device's, between two timing events
+      // around its launch (a failure to record them only loses the timing).
+      // Their slots held op seq - kRing's, which must be done (and its span
+      // read) before they are recorded again.
+      const bool tracing = error.empty() && hooks_.tracing();
+      if (tracing && op->seq > backend::Lane::kRing) wait_until(op->seq - backend::Lane::kRing);
+      const bool timed = tracing && !lane_->record_begin(op->seq);
       hooks_.run(*op, index_, lane_->native(), error.empty() ? nullptr : error.c_str());
+      op->device_timed = timed && op->trace_slot >= 0 && !lane_->record_end(op->seq);
       // The slot of this op's event held op seq - kRing's: it must be done.
       if (op->seq > backend::Lane::kRing) wait_until(op->seq - backend::Lane::kRing);
       // Without its event the op's completion cannot be seen: the stream is
@@ -193,7 +201,12 @@ void Stream::completion_worker() {
   for (;;) {
     QueuedOp* op = inflight_.pop();
     if (!op) return;
-    if (backend::Fault f = lane_->wait_done(op->seq)) hooks_.async_failure(*op, index_, f.what, true);
+    if (backend::Fault f = lane_->wait_done(op->seq)) {
+      hooks_.async_failure(*op, index_, f.what, true);
+    } else if (op->device_timed) {
+      std::int64_t start = 0, end = 0;
+      if (lane_->span(op->seq, start, end)) hooks_.device_span(*op, index_, start, end);
+    }
     finish(op);
   }
 }

@@ -32,6 +32,10 @@ struct QueuedOp {
   std::uint64_t streaming_bytes = 0;  // the same, when the sync policy counts it as streaming
   StreamPoint waits[kMaxWaits]{};
   int nwaits = 0;
+  // Tracing on a GPU stream: the op's trace event (Engine::execute's
+  // return, -1: none), and whether its lane timed it with device events.
+  std::int64_t trace_slot = -1;
+  bool device_timed = false;
 
   void clear() {
     desc.fn.reset();
@@ -40,6 +44,8 @@ struct QueuedOp {
     bytes = 0;
     streaming_bytes = 0;
     nwaits = 0;
+    trace_slot = -1;
+    device_timed = false;
   }
 };
 
@@ -57,6 +63,11 @@ class Stream {
     /// An op that allocated `bytes` has completed (after its counts are published).
     virtual void completed(std::uint64_t bytes) = 0;
     virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) = 0;
+    /// Whether ops are being traced (a GPU stream then times them on the device).
+    virtual bool tracing() const = 0;
+    /// A GPU op's trace event (op.trace_slot) ran on the device from
+    /// `start_ns` to `end_ns` (completion thread).
+    virtual void device_span(QueuedOp& op, int stream_index, std::int64_t start_ns, std::int64_t end_ns) = 0;
     virtual ~Hooks() = default;
   };
 

@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <thread>
 
 #include <tide/core/cuda_check.h>
@@ -17,6 +19,65 @@ cudaEvent_t ev(void* e) { return static_cast<cudaEvent_t>(e); }
 Fault fault(cudaError_t e, const char* call, int line) {
   if (e == cudaSuccess) return {};
   return {detail::cuda_error_message(e, call, __FILE__, line), detail::cuda_error_is_sticky(e)};
+}
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Where a device's event clock sits on the host's: an event recorded on an
+/// idle stream of its own and waited for (spinning), and the host's time
+/// right after. Events of one device compare with cudaEventElapsedTime
+/// whatever their streams, so every lane of the device shares its anchor
+/// and their spans order exactly as the device ran them. The host placement
+/// is off by the wait's return latency (microseconds).
+}  // namespace
+
+struct Anchor {
+  cudaEvent_t event = nullptr;
+  std::int64_t host_ns = 0;
+};
+
+namespace {
+
+/// The anchor of `device` (the calling thread's current device), made at
+/// first use; null event when it cannot be made.
+const Anchor& device_anchor(int device) {
+  static std::mutex m;
+  static std::map<int, Anchor>* anchors = new std::map<int, Anchor>();  // never freed: lanes may outlive statics
+  std::lock_guard<std::mutex> lock(m);
+  auto it = anchors->find(device);
+  if (it != anchors->end()) return it->second;
+  Anchor a;
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
+    if (cudaEventCreate(&a.event) == cudaSuccess && cudaEventRecord(a.event, s) == cudaSuccess &&
+        cudaEventSynchronize(a.event) == cudaSuccess) {
+      a.host_ns = steady_ns();
+    } else {
+      cudaGetLastError();
+      if (a.event) cudaEventDestroy(a.event);
+      a.event = nullptr;
+    }
+    if (cudaStreamDestroy(s) != cudaSuccess) cudaGetLastError();
+  } else {
+    cudaGetLastError();
+  }
+  return anchors->emplace(device, a).first->second;
+}
+
+/// Nanoseconds from the anchor's event to `e` (both complete). The device
+/// gives milliseconds as a float: 2^-24 of the time since the anchor, about
+/// 1 us after 16 s of tracing.
+bool since_anchor(const Anchor& a, cudaEvent_t e, std::int64_t& ns) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, a.event, e) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  ns = a.host_ns + std::llround(static_cast<double>(ms) * 1e6);
+  return true;
 }
 }  // namespace
 
@@ -41,8 +102,9 @@ CudaLane::CudaLane(int device, StreamKind kind) : device_(device) {
 
 CudaLane::~CudaLane() {
   if (cudaSetDevice(device_) != cudaSuccess) cudaGetLastError();
-  for (auto& e : events_)
-    if (e && cudaEventDestroy(ev(e)) != cudaSuccess) cudaGetLastError();
+  for (auto* ring : {&events_, &begin_, &end_})
+    for (auto& e : *ring)
+      if (e && cudaEventDestroy(ev(e)) != cudaSuccess) cudaGetLastError();
   destroy_stream(device_, stream_);
 }
 
@@ -73,6 +135,44 @@ Fault CudaLane::wait_done(std::uint64_t seq) {
   }
   cudaError_t r = cudaEventSynchronize(e);
   return fault(r, "cudaEventSynchronize", __LINE__);
+}
+
+Fault CudaLane::record_begin(std::uint64_t seq) {
+  if (begin_.empty()) {
+    // First traced op: place the device's clock, make the rings.
+    const Anchor& a = device_anchor(device_);
+    if (!a.event) return {"the device's clock could not be placed on the host's", false};
+    anchor_ = &a;
+    begin_.resize(kRing, nullptr);
+    end_.resize(kRing, nullptr);
+    for (auto* ring : {&begin_, &end_})
+      for (auto& e : *ring) {
+        cudaEvent_t x = nullptr;
+        if (Fault f = fault(cudaEventCreate(&x), "cudaEventCreate (timing)", __LINE__)) {
+          for (auto* r : {&begin_, &end_}) {
+            for (auto& y : *r)
+              if (y && cudaEventDestroy(ev(y)) != cudaSuccess) cudaGetLastError();
+            r->clear();
+          }
+          return f;
+        }
+        e = x;
+      }
+  }
+  return fault(cudaEventRecord(ev(begin_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
+               "cudaEventRecord (before the op, timing)", __LINE__);
+}
+
+Fault CudaLane::record_end(std::uint64_t seq) {
+  if (end_.empty()) return {"no timing events", false};
+  return fault(cudaEventRecord(ev(end_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
+               "cudaEventRecord (after the op, timing)", __LINE__);
+}
+
+bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) {
+  if (begin_.empty() || !anchor_) return false;
+  return since_anchor(*anchor_, ev(begin_[seq % kRing]), start_ns) &&
+         since_anchor(*anchor_, ev(end_[seq % kRing]), end_ns);
 }
 
 }  // namespace tide::backend::cuda_impl

@@ -1,6 +1,7 @@
 // The CUDA lane (internal to core/src/cuda/): a tide stream's cudaStream_t
 // and its ring of events, timing disabled (see backend::Lane for the
-// contract and the threads that use a lane).
+// contract and the threads that use a lane). While tracing, a second pair of
+// rings, with timing, brackets each op; they are made at the first traced op.
 //
 // A slot is recorded again only once its previous op has completed, and
 // under the mutex that waiters hold, so a waiter never waits on a later op
@@ -16,6 +17,8 @@
 
 namespace tide::backend::cuda_impl {
 
+struct Anchor;  // a device's event clock placed on the host's (lane.cc)
+
 class CudaLane final : public Lane {
  public:
   CudaLane(int device, StreamKind kind);
@@ -28,12 +31,19 @@ class CudaLane final : public Lane {
   Fault record(std::uint64_t seq) override;
   Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) override;
   Fault wait_done(std::uint64_t seq) override;
+  Fault record_begin(std::uint64_t seq) override;
+  Fault record_end(std::uint64_t seq) override;
+  bool span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) override;
 
  private:
   int device_;
   void* stream_ = nullptr;
   std::vector<void*> events_;  // cudaEvent_t
   std::mutex mutex_;
+  // Timing events (worker: record; completion thread: read, after the op's
+  // completion, before its slot can be recorded again).
+  std::vector<void*> begin_, end_;
+  const Anchor* anchor_ = nullptr;  // its device's, set with the rings
 };
 
 }  // namespace tide::backend::cuda_impl

@@ -40,7 +40,10 @@ struct TraceEvent {
   int stream = 0;       // stream index: Engine::stream_name(stream) reads "cpu:0/comm"
   std::uint64_t step = 0;
   std::uint64_t push_index = 0;  // the op's place in push order
-  std::int64_t start_ns = 0;     // steady_clock, around the kernel only
+  // steady_clock, around the kernel only: on a CPU stream the worker's
+  // call, on a GPU stream (async engine) the op's work on the device,
+  // between timing events recorded around its launch.
+  std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint64_t seq = 0;         // its place on its stream: 1, 2, ...
   const char* file = "";         // the call site that pushed it (OpDesc::loc)
@@ -236,10 +239,16 @@ class Engine {
   /// `push_index` orders failures: wait_all reports the earliest pushed.
   /// A non-null `skip_reason` skips the kernel and poisons the outputs with
   /// it (a GPU stream that could not order or launch the op).
-  /// `waits` (may be empty) goes into the op's trace event.
-  void execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-               std::uint64_t push_index, void* native_stream, bool cancelled,
-               const char* skip_reason = nullptr, const std::vector<TraceWait>* waits = nullptr);
+  /// `waits` (may be empty) goes into the op's trace event. Returns the
+  /// event's place in its stream's trace, for retime(), or -1 when none was
+  /// recorded.
+  std::int64_t execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
+                       std::uint64_t push_index, void* native_stream, bool cancelled,
+                       const char* skip_reason = nullptr, const std::vector<TraceWait>* waits = nullptr);
+  /// A GPU stream's completion thread: the trace event at `slot` (execute's
+  /// return) ran on the device from `start_ns` to `end_ns` (the host's
+  /// steady clock), not over its launch. Nothing if take_trace() took it.
+  void retime(int stream_index, std::int64_t slot, std::int64_t start_ns, std::int64_t end_ns);
   /// Frontend: records `e` when tracing (blockers, stalls, steps).
   void trace_frontend(FrontendEvent e);
   /// Throws the error poisoning `s`, if any, marking it reported.
