@@ -211,19 +211,24 @@ int main(int argc, char** argv) {
                                         : load_mnist(data_dir);
     std::string why_cpu;
     c.device = pick_device(*rt, device, why_cpu);
-    rt->log("tide train_data_parallel: " + std::to_string(rt->size()) + (rt->size() == 1 ? " rank, " : " ranks, ") +
-            tide::engine_kind_name(rt->engine().kind()) + " engine, model on " +
-            (c.device.is_cuda() ? "the GPU (cuda:local rank)" : "cpu:0") +
-            (why_cpu.empty() || device == "cpu" ? "" : " (" + why_cpu + ")") + "; " + data.description);
+    // On a terminal the header and summary are broken to its width, so no
+    // line wraps; in a file or a pipe each stays one line, for grep.
+    const bool terminal = ::isatty(STDOUT_FILENO) && !tide::launched_by_mpi();
+    const int wrap_width = terminal ? terminal_columns() - 1 : 0;
+    rt->log(wrap_lines("tide train_data_parallel: " + std::to_string(rt->size()) +
+                           (rt->size() == 1 ? " rank, " : " ranks, ") + tide::engine_kind_name(rt->engine().kind()) +
+                           " engine, model on " + (c.device.is_cuda() ? "the GPU (cuda:local rank)" : "cpu:0") +
+                           (why_cpu.empty() || device == "cpu" ? "" : " (" + why_cpu + ")") + "; " +
+                           data.description,
+                       wrap_width));
     Progress progress;
     if (rt->rank() == 0) {
       progress.out = &std::cout;
-      progress.redraw = progress_mode == "redraw" ||
-                        (progress_mode == "auto" && ::isatty(STDOUT_FILENO) && !tide::launched_by_mpi());
+      progress.redraw = progress_mode == "redraw" || (progress_mode == "auto" && terminal);
       progress.columns = terminal_columns();
     }
     TrainResult r = train(rt->world(), data, c, progress);
-    rt->log(summary(r, rt->size()));
+    rt->log(wrap_lines(summary(r, rt->size()), wrap_width));
     if (!json.empty() && rt->rank() == 0)
       write_json(json, c, r, rt->size(), data.description, tide::examples::command_line(argc, argv));
   } catch (const std::exception& e) {

@@ -3,7 +3,7 @@
 # everything is already there. Needs root (or sudo) only when it installs.
 # python3 runs launch/tide-trace (merging trace files); python3-dev and
 # pybind11-dev build the Python module, python3-numpy and python3-pytest
-# test it. --bench also installs
+# test it; tmux gives a test the trainer's terminal. --bench also installs
 # gnuplot and jq, which the benchmark and plotting scripts draw and read
 # results with; --peers PyTorch (Python and C++) and NumPy for the CPU, the
 # peers the benchmarks are compared with (examples/peers/); --slurm Slurm
@@ -12,7 +12,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2 python3
-  python3-dev pybind11-dev python3-numpy python3-pytest)
+  python3-dev pybind11-dev python3-numpy python3-pytest tmux)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(gnuplot-nox jq) ;;

@@ -156,12 +156,45 @@ void record_speed(const Run& run, std::int64_t warm, double timed_s, TrainResult
   res.peak_queued_bytes = st.peak_queued_bytes;
 }
 
+std::string wrap_lines(const std::string& text, int width) {
+  if (width < 20) return text;
+  const auto w = static_cast<std::size_t>(width);
+  std::string out;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    std::size_t end = text.find('\n', begin);
+    const bool last = end == std::string::npos;
+    if (last) end = text.size();
+    std::string line = text.substr(begin, end - begin);
+    const std::size_t indent = std::min(line.find_first_not_of(' '), w / 2);
+    const std::string more(indent + 2, ' ');
+    while (line.size() > w) {
+      // This piece's own indent (the line's, or the continuation's).
+      const std::size_t lead = std::min(line.find_first_not_of(' '), w / 2);
+      std::size_t cut = line.rfind(' ', w);
+      if (cut == std::string::npos || cut <= lead) cut = w;  // no space after the indent: cut the word
+      std::size_t head_end = cut;
+      while (head_end > lead && line[head_end - 1] == ' ') --head_end;  // no trailing spaces
+      out += line.substr(0, head_end);
+      out += '\n';
+      std::size_t rest = cut;
+      while (rest < line.size() && line[rest] == ' ') ++rest;
+      line = more + line.substr(rest);
+    }
+    out += line;
+    if (last) break;
+    out += '\n';
+    begin = end + 1;
+  }
+  return out;
+}
+
 std::string summary(const TrainResult& r, int ranks) {
   std::ostringstream os;
   os << "trained steps " << r.first_step << ".." << r.total_steps << " on " << ranks
      << (ranks == 1 ? " rank" : " ranks") << " (global batch " << r.global_batch << ")\n"
      << "  final loss " << fmt("%.4f", r.last_loss) << ", train accuracy " << fmt("%.1f%%", 100 * r.last_train_accuracy)
-     << ", held-out accuracy " << fmt("%.1f%%", 100 * r.test_accuracy) << " (chance "
+     << "\n  held-out accuracy " << fmt("%.1f%%", 100 * r.test_accuracy) << " (chance "
      << fmt("%.1f%%", 100.0 / std::max(1, r.classes)) << ")\n"
      << "  " << fmt("%.0f", r.samples_per_s) << " samples/s, " << fmt("%.2f", r.step_ms) << " ms per step\n"
      << "  blockers per step " << fmt("%.3f", r.blockers_per_step) << ", runahead stalls " << r.stalls << " ("

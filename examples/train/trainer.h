@@ -100,4 +100,10 @@ TrainResult train(Communicator& comm, const Split& data, const TrainConfig& cfg,
 /// A few lines a person can read.
 std::string summary(const TrainResult& r, int ranks);
 
+/// `text` with every line longer than `width` characters broken at its last
+/// spaces within it, the rest indented two more spaces than the line: for a
+/// terminal of width + 1 columns, so that nothing wraps. A word longer than
+/// the room is cut. `width` < 20: `text` as it is.
+std::string wrap_lines(const std::string& text, int width);
+
 }  // namespace tide::train

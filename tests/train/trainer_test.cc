@@ -71,6 +71,36 @@ double max_rel_diff(const std::vector<std::vector<double>>& a, const std::vector
   return worst;
 }
 
+TEST(WrapLines, BreaksLongLinesAtSpacesWithAHangingIndent) {
+  EXPECT_EQ(wrap_lines("short\n  also short", 30), "short\n  also short");
+  // 41 characters into 30: broken at the last space within 30, the rest
+  // indented by two more than its line.
+  EXPECT_EQ(wrap_lines("  final loss 0.2638, train accuracy 90.0%", 30),
+            "  final loss 0.2638, train\n    accuracy 90.0%");
+  // Several breaks, and a word longer than the room is cut.
+  EXPECT_EQ(wrap_lines("aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj", 20),
+            "aaaa bbbb cccc dddd\n  eeee ffff gggg\n  hhhh iiii jjjj");
+  EXPECT_EQ(wrap_lines(std::string(45, 'x'), 20),
+            std::string(20, 'x') + "\n  " + std::string(18, 'x') + "\n  " + std::string(7, 'x'));
+  // Every line fits; nothing but line breaks and indents is added.
+  const std::string text = "trained steps 0..200 on 1 rank (global batch 64)\n"
+                           "  final loss 0.2638, train accuracy 90.0%, held-out accuracy 93.5% (chance 10.0%)\n"
+                           "  bucket communication 43.781 ms per step, 0.2% of it while backward computed; first "
+                           "bucket began before backward ended in 82 of 90 steps\n";
+  for (int width : {20, 40, 79}) {
+    const std::string w = wrap_lines(text, width);
+    std::istringstream in(w);
+    std::string words_in, words_out, line, word;
+    while (std::getline(in, line)) EXPECT_LE(line.size(), static_cast<std::size_t>(width)) << line;
+    std::istringstream a(text), b(w);
+    while (a >> word) words_in += word + " ";
+    while (b >> word) words_out += word + " ";
+    EXPECT_EQ(words_out, words_in) << "width " << width;
+    EXPECT_EQ(w.back(), '\n');
+  }
+  EXPECT_EQ(wrap_lines(text, 0), text);  // not a terminal: as it is
+}
+
 TEST(Trainer, LearnsTheGeneratedTask) {
   TrainConfig c = small_config();
   c.epochs = 3;
