@@ -444,6 +444,7 @@ Stats Engine::stats() const {
   s.stalls_steps = ld(c.stalls_steps);
   s.stalls_ops = ld(c.stalls_ops);
   s.stalls_bytes = ld(c.stalls_bytes);
+  s.stalling = ld(c.stalling);
   backend_stats(s);
   // Peaks are sampled; the present is exact, and a peak is never below it.
   s.peak_queued_ops = std::max(ld(c.peak_queued_ops), s.queued_ops);

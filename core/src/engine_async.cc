@@ -238,6 +238,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   template <typename Ready, typename Deficit>
   void stall(std::atomic<std::uint64_t>& kind, Ready ready, Deficit need) {
     std::int64_t t0 = now_ns();
+    counters_->stalling.store(true, std::memory_order_relaxed);
     gate_waiters_.fetch_add(1, std::memory_order_seq_cst);
     {
       std::unique_lock<std::mutex> lock(gate_mutex_);
@@ -256,6 +257,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
       gate_need_bytes_.store(kNever, std::memory_order_relaxed);
     }
     gate_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    counters_->stalling.store(false, std::memory_order_relaxed);
     const std::int64_t t1 = now_ns();
     counters_->add_stall(kind, t1 - t0);
     trace_stall(kind, t0, t1);
@@ -275,10 +277,12 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
     retire_finished_steps();
     if (k && step_ends_.size() + 1 > k) {
       std::int64_t t0 = now_ns();
+      counters_->stalling.store(true, std::memory_order_relaxed);
       while (step_ends_.size() + 1 > k) {
         for (const auto& p : step_ends_.front()) p.stream->wait_until(p.seq);
         step_ends_.pop_front();
       }
+      counters_->stalling.store(false, std::memory_order_relaxed);
       const std::int64_t t1 = now_ns();
       counters_->add_stall(counters_->stalls_steps, t1 - t0);
       trace_stall(counters_->stalls_steps, t0, t1);

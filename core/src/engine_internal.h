@@ -44,6 +44,7 @@ struct Engine::Counters {
   alignas(64) std::atomic<std::uint64_t> pushed{0}, cross_stream_waits{0};
   std::atomic<std::uint64_t> peak_queued_ops{0}, peak_queued_bytes{0};
   std::atomic<std::uint64_t> stalls{0}, stalls_steps{0}, stalls_ops{0}, stalls_bytes{0};
+  std::atomic<bool> stalling{false};  // written by the frontend around a stall
   std::atomic<std::int64_t> stalled_ns{0};
   std::atomic<std::uint64_t> steps_begun{0}, peak_inflight_steps{0};
   // Written by workers (rarely: failures).

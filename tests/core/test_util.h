@@ -40,8 +40,8 @@ void push(Engine& e, const char* name, Device device, StreamKind stream, Storage
 void busy_us(int us);
 
 /// On cpu(0)'s compute stream: an op that holds the stream until the engine
-/// reports at least `release_at` queued bytes (or until every push below is
-/// done), then one op per entry of `sizes`, each writing a fresh storage of
+/// reports at least `release_at` queued bytes, or the frontend stalls, or
+/// every push below is done; then one op per entry of `sizes`, each writing a fresh storage of
 /// that many bytes. Returns the engine's stats once all has run, and the
 /// queued bytes seen when the held op was let go.
 struct HeldRun {
@@ -49,5 +49,7 @@ struct HeldRun {
   std::uint64_t queued_at_release = 0;
 };
 HeldRun push_held_outputs(Engine& e, const std::vector<std::size_t>& sizes, std::uint64_t release_at);
+/// A `release_at` no queue reaches: the held op goes at a stall, or once all is pushed.
+constexpr std::uint64_t kNever = ~std::uint64_t{0};
 
 }  // namespace tide::test

@@ -36,6 +36,7 @@ struct Stats {
   std::uint64_t stalls = 0;       // sync-policy gate blocks
   std::int64_t stalled_ns = 0;
   std::uint64_t stalls_steps = 0, stalls_ops = 0, stalls_bytes = 0;
+  bool stalling = false;          // the frontend is in a stall now (counted above once it ends)
 
   std::uint64_t queued_ops = 0;   // now
   std::uint64_t queued_bytes = 0;  // now
