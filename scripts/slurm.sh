@@ -72,20 +72,32 @@ need_tools() {
 
 export SLURM_CONF=$dir/slurm.conf
 
-# Process ids from a pid file, if the process still runs.
+# live_pid FILE NAME: the process id in FILE, if that process runs and is
+# NAME (a pid file left from before a restart may name someone else's).
 live_pid() {
   local pid
   [ -r "$1" ] || return 1
   pid=$(cat "$1" 2>/dev/null) || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ] && echo "$pid"
+}
+
+# wait_pid FILE NAME: waits up to 10 s for FILE to name a running NAME (the
+# daemons write their pid file after they detach).
+wait_pid() {
+  local deadline=$((SECONDS + 10))
+  until live_pid "$1" "$2" >/dev/null; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.1
+  done
 }
 
 # Sends SIGTERM to the pids given, waits up to 5 s, then SIGKILL.
 stop_pids() {
   [ $# -gt 0 ] || return 0
   kill "$@" 2>/dev/null || true
-  local _ pid alive
-  for _ in $(seq 50); do
+  local pid alive deadline=$((SECONDS + 5))
+  while [ "$SECONDS" -lt "$deadline" ]; do
     alive=0
     for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
     [ "$alive" -eq 0 ] && return 0
@@ -94,26 +106,31 @@ stop_pids() {
   kill -9 "$@" 2>/dev/null || true
 }
 
-# Process ids whose network namespace is one of the nodes' (job steps and
-# their tasks left behind by a slurmd that was stopped).
-pids_in_nodes() {
-  local nets=() ns p link
+# The nodes' network namespaces, as "net:[INODE]" (what /proc/PID/ns/net
+# links to).
+node_nets=()
+find_node_nets() {
+  local ns
+  node_nets=()
   for ns in $(cat "$dir/nodes" "$cluster_dir/nodes" 2>/dev/null | awk '{ print $1 }' | sort -u); do
-    [ -e "/run/netns/$ns" ] && nets+=("$(stat -L -c %i "/run/netns/$ns" 2>/dev/null || true)")
-  done
-  [ ${#nets[@]} -gt 0 ] || return 0
-  for p in /proc/[0-9]*; do
-    link=$(readlink "$p/ns/net" 2>/dev/null) || continue
-    for ns in "${nets[@]}"; do
-      [ "$link" = "net:[$ns]" ] && echo "${p#/proc/}"
-    done
+    [ -e "/run/netns/$ns" ] && node_nets+=("net:[$(stat -L -c %i "/run/netns/$ns" 2>/dev/null || true)]")
   done
 }
+in_node_net() {  # in_node_net PID
+  local link n
+  link=$(readlink "/proc/$1/ns/net" 2>/dev/null) || return 1
+  for n in "${node_nets[@]}"; do [ "$link" = "$n" ] && return 0; done
+  return 1
+}
 
-# True when process $1 is slurmd or slurmstepd or descends from one.
+# True when process $1 (in a node) is slurmd or slurmstepd or descends from
+# one inside the nodes: job steps, their tasks, and slurmds whose pid file
+# is gone. The ancestors are followed only while they are in a node, so the
+# mpirun daemons of scripts/cluster.sh (started from this side) are left
+# alone, even when all of this runs inside some outer Slurm's job.
 started_by_slurm() {
   local pid=$1 stat
-  while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
+  while [ -n "$pid" ] && [ "$pid" -gt 1 ] && in_node_net "$pid"; do
     case "$(cat "/proc/$pid/comm" 2>/dev/null)" in slurmd|slurmstepd) return 0 ;; esac
     stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
     stat=${stat##*) }  # the fields after "(comm) "
@@ -124,31 +141,37 @@ started_by_slurm() {
 
 cmd_down() {
   need_tools
-  local pid pids=()
-  if [ -r "$SLURM_CONF" ] && pid=$(live_pid "$dir/slurmctld.pid"); then
+  local pid pids=() deadline
+  if [ -r "$SLURM_CONF" ] && live_pid "$dir/slurmctld.pid" slurmctld >/dev/null; then
     # Jobs first, so that their tasks get Slurm's SIGTERM and their steps end.
-    scancel --quiet --full --user=root 2>/dev/null || true
-    for _ in $(seq 60); do
-      [ -z "$(squeue --noheader 2>/dev/null)" ] && break
+    timeout 10 scancel --quiet --full --user=root 2>/dev/null || true
+    deadline=$((SECONDS + 15))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+      [ -z "$(timeout 5 squeue --noheader 2>/dev/null)" ] && break
       sleep 0.25
     done
   fi
   local f
-  for f in "$dir"/slurmd.*.pid "$dir/slurmctld.pid"; do
-    pid=$(live_pid "$f") && pids+=("$pid")
+  for f in "$dir"/slurmd.*.pid; do
+    pid=$(live_pid "$f" slurmd) && pids+=("$pid")
   done
+  pid=$(live_pid "$dir/slurmctld.pid" slurmctld) && pids+=("$pid")
   stop_pids "${pids[@]}"
   # Whatever Slurm started that still runs in the nodes goes too: a slurmd
   # whose pid file is gone, a step whose slurmd was stopped, and the step's
   # tasks. The mpirun daemons of scripts/cluster.sh run there as well and
   # are left alone.
-  local stray=()
-  for pid in $(pids_in_nodes); do
-    started_by_slurm "$pid" && stray+=("$pid")
-  done
+  local stray=() p
+  find_node_nets
+  if [ ${#node_nets[@]} -gt 0 ]; then
+    for p in /proc/[0-9]*; do
+      pid=${p#/proc/}
+      in_node_net "$pid" && started_by_slurm "$pid" && stray+=("$pid")
+    done
+  fi
   # Their Slurm is gone: nothing would come of a polite signal.
   [ ${#stray[@]} -eq 0 ] || kill -9 "${stray[@]}" 2>/dev/null || true
-  pid=$(live_pid "$dir/munge/munged.pid") && stop_pids "$pid"
+  pid=$(live_pid "$dir/munge/munged.pid" munged) && stop_pids "$pid"
   local count=$(( ${#pids[@]} ))
   rm -rf "$dir"
   say "down ($count Slurm daemon(s) stopped)"
@@ -187,6 +210,10 @@ ReturnToService=2
 KillWait=10
 # Finished jobs stay visible to scontrol for this long.
 MinJobAge=600
+# A node that stops answering is marked so within SlurmdTimeout, and one that
+# answers again is back within a ping (a third of it): the cluster tests cut
+# a node's link for seconds.
+SlurmdTimeout=30
 CONF
   while read -r node addr; do
     echo "NodeName=$node NodeAddr=$addr CPUs=$cpus State=UNKNOWN" >>"$SLURM_CONF"
@@ -198,7 +225,8 @@ CONF
 nodes_ready() {
   local want states
   want=$(wc -l <"$dir/nodes")
-  states=$(sinfo --noheader --node="$(awk '{ print $1 }' "$dir/nodes" | paste -sd, -)" -o '%n %t' 2>/dev/null) || return 1
+  states=$(timeout 10 sinfo --noheader --node="$(awk '{ print $1 }' "$dir/nodes" | paste -sd, -)" -o '%n %t' 2>/dev/null) ||
+    return 1
   [ "$(echo "$states" | awk '$2 ~ /^(idle|alloc|mix)$/' | wc -l)" -eq "$want" ]
 }
 
@@ -229,6 +257,7 @@ cmd_up() {
   munged --force --key-file="$dir/munge/key/munge.key" --socket="$dir/munge/munge.socket" \
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/key/seed" ||
     die "munged did not start (see $dir/log/munged.log)"
+  wait_pid "$dir/munge/munged.pid" munged || die "munged did not stay up (see $dir/log/munged.log)"
 
   write_conf "$prefix" "$cpus"
   local node
@@ -239,16 +268,17 @@ cmd_up() {
 
   unshare --uts sh -c 'hostname "$1" && exec slurmctld -f "$2"' sh "$ctl_name" "$SLURM_CONF" ||
     die "slurmctld did not start (see $dir/log/slurmctld.log)"
+  wait_pid "$dir/slurmctld.pid" slurmctld || die "slurmctld did not stay up (see $dir/log/slurmctld.log)"
   for node in $(awk '{ print $1 }' "$dir/nodes"); do
     nsenter --net="/run/netns/$node" unshare --uts sh -c 'hostname "$1" && exec slurmd -f "$2"' sh "$node" "$SLURM_CONF" ||
       die "slurmd did not start on $node (see $dir/log/slurmd.$node.log)"
   done
-
-  local _
-  for _ in $(seq 120); do
-    nodes_ready && break
-    sleep 0.25
+  for node in $(awk '{ print $1 }' "$dir/nodes"); do
+    wait_pid "$dir/slurmd.$node.pid" slurmd || die "slurmd did not stay up on $node (see $dir/log/slurmd.$node.log)"
   done
+
+  local deadline=$((SECONDS + 30))
+  until nodes_ready || [ "$SECONDS" -ge "$deadline" ]; do sleep 0.25; done
   nodes_ready || { sinfo >&2 || true; die "the nodes did not become idle within 30 s"; }
   trap - EXIT
   say "up: slurmctld at $prefix.254:$port, slurmd on $(awk '{ print $1 }' "$dir/nodes" | paste -sd' ' -), $cpus CPUs each"
@@ -260,11 +290,11 @@ cmd_status() {
     say "not up (no $SLURM_CONF; try: scripts/slurm.sh up)"
     return 1
   fi
-  if ! live_pid "$dir/slurmctld.pid" >/dev/null; then
+  if ! live_pid "$dir/slurmctld.pid" slurmctld >/dev/null; then
     say "broken: slurmctld is not running (scripts/slurm.sh up starts it again)"
     return 1
   fi
-  sinfo --noheader -o '%n %t' 2>/dev/null || true
+  timeout 10 sinfo --noheader -o '%n %t' 2>/dev/null || true
   if nodes_ready; then
     say "up: SLURM_CONF=$SLURM_CONF"
   else

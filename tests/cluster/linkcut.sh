@@ -39,7 +39,13 @@ mkdir -p "$work"
 field() { sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}.*/\1/p" "$1" | head -1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-node_pids() { ip netns pids node2 2>/dev/null | tr '\n' ' '; }
+# node2's processes but Slurm's daemons (scripts/slurm.sh may run one there).
+node_pids() {
+  local p
+  for p in $(ip netns pids node2 2>/dev/null); do
+    case "$(cat "/proc/$p/comm" 2>/dev/null)" in slurmd|slurmstepd|"") ;; *) printf '%s ' "$p" ;; esac
+  done
+}
 
 # Whatever happens below, node2 gets its link back.
 trap '"$cluster" link node2 up >/dev/null 2>&1 || true' EXIT
