@@ -7,8 +7,9 @@
 #
 #   run_slurm_test.sh where WHERE_PROGRAM          # srun -N 2 -n 4: ranks, node-local ranks and
 #                                                  # hosts as mpirun gives them; tide-rank's
-#                                                  # torchrun variables from a 2+1 step; tiderun
-#                                                  # in an allocation puts 2 ranks on each node
+#                                                  # torchrun variables from a 2+1 step; srun
+#                                                  # without PMIx refused; tiderun in an
+#                                                  # allocation puts 2 ranks on each node
 #   run_slurm_test.sh train TRAINER WORK_DIR       # srun -N 2 -n 4, sbatch of
 #                                                  # examples/slurm/train.sbatch and tiderun
 #                                                  # inside an allocation: the loss of mpirun
@@ -100,6 +101,11 @@ case "$mode" in
     want="vars 0 0 3 2 node1;vars 1 1 3 2 node1;vars 2 0 3 1 node2;"
     [ "$got" = "$want" ] || fail "tide-rank under srun: got '$got', expected '$want'"
     echo "$vars"
+    # Without PMIx (srun --mpi=none) each task would be a world of one:
+    # every one of them refuses to start, saying how to launch instead.
+    if out=$(run srun --mpi=none -N 2 -n 2 "$prog" 2>&1); then fail "srun --mpi=none started a job: $out"; fi
+    n=$(grep -c "tasks that Slurm started, but not through MPI" <<< "$out" || true)
+    [ "$n" -eq 2 ] || fail "srun --mpi=none: $n of 2 tasks refused to run alone: $out"
     # tiderun inside an allocation, no -np and no hosts: mpirun takes Slurm's
     # nodes and tasks, 2 on each.
     work=$(mktemp -d)
