@@ -29,6 +29,7 @@ limit=${TIDE_CLUSTER_TEST_LIMIT:-60}
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAILED: $*"; exit 1; }
+. "$here/check_where.sh"
 
 [ $# -ge 2 ] || { echo "usage: run_slurm_test.sh where|train|cancel|killed PROGRAM [WORK_DIR]" >&2; exit 2; }
 mode=$1
@@ -77,22 +78,7 @@ case "$mode" in
     # one network namespace per node; and MPI's node-local rank is the one
     # Slurm announced (tide says so when they differ).
     if echo "$out" | grep -q "the launcher says"; then fail "Slurm's SLURM_LOCALID and MPI's node-local rank differ"; fi
-    echo "$out" | grep '^rank ' | sort -k2,2n | awk '
-      { split($4, ls, "/"); rank[NR - 1] = $2; local[NR - 1] = ls[1]; size[NR - 1] = ls[2]
-        host[NR - 1] = $6; ns[NR - 1] = $8; world[NR - 1] = $10 }
-      END {
-        bad = 0
-        if (NR != 4) { print "expected 4 ranks, got " NR; exit 1 }
-        for (r = 0; r < 4; ++r) {
-          want_host = r < 2 ? "node1" : "node2"
-          if (rank[r] != r) { print "no line for rank " r; bad = 1 }
-          if (host[r] != want_host) { print "rank " r " runs on " host[r] ", expected " want_host; bad = 1 }
-          if (local[r] != r % 2 || size[r] != 2) { print "rank " r ": local " local[r] "/" size[r] ", expected " r % 2 "/2"; bad = 1 }
-          if (world[r] != 4) { print "rank " r " counted a world of " world[r]; bad = 1 }
-        }
-        if (ns[0] != ns[1] || ns[2] != ns[3] || ns[0] == ns[2]) { print "network namespaces do not match the nodes"; bad = 1 }
-        exit bad
-      }' || fail "ranks under srun are wrong"
+    echo "$out" | check_where || fail "ranks under srun are wrong"
     # torchrun's variables from Slurm's, for a step of 3 tasks on 2 nodes
     # (2 on node1, 1 on node2): LOCAL_WORLD_SIZE differs between the nodes.
     vars=$(run srun -N 2 -n 3 "$root/launch/tide-rank" sh -c \
@@ -114,8 +100,7 @@ case "$mode" in
       --wrap "$root/launch/tiderun --bind-to none $prog") || fail "sbatch failed: $job"
     state=$(wait_job "${job%%;*}")
     [ "$state" = "COMPLETED 0:0" ] || fail "tiderun inside sbatch: $state: $(cat "$work/alloc.log" 2>/dev/null)"
-    hosts=$(grep '^rank ' "$work/alloc.log" | sort -k2,2n | awk '{ printf "%s ", $6 }' || true)
-    [ "$hosts" = "node1 node1 node2 node2 " ] || fail "tiderun in the allocation put ranks 0..3 on: $hosts"
+    check_where < "$work/alloc.log" || fail "tiderun in the allocation placed the ranks wrongly: $(cat "$work/alloc.log")"
     echo "OK: srun -N 2 -n 4 gives the ranks mpirun gives; tide-rank sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE; tiderun in an allocation runs 2 ranks on each node"
     ;;
 
