@@ -138,6 +138,19 @@ Fault CudaLane::wait_done(std::uint64_t seq) {
 }
 
 Fault CudaLane::record_begin(std::uint64_t seq) {
+  Fault f = record_begin_impl(seq);
+  // Timing is optional: a failure here must not be left for the next
+  // kernel launch's cudaGetLastError to report as its own, nor be retried
+  // (2048 event creations) at every op.
+  if (f && !f.sticky) {
+    cudaGetLastError();
+    if (begin_.empty()) timing_unavailable_ = true;
+  }
+  return f;
+}
+
+Fault CudaLane::record_begin_impl(std::uint64_t seq) {
+  if (timing_unavailable_) return {"timing events could not be made on this device", false};
   if (begin_.empty()) {
     // First traced op: place the device's clock, make the rings.
     const Anchor& a = device_anchor(device_);
@@ -165,8 +178,10 @@ Fault CudaLane::record_begin(std::uint64_t seq) {
 
 Fault CudaLane::record_end(std::uint64_t seq) {
   if (end_.empty()) return {"no timing events", false};
-  return fault(cudaEventRecord(ev(end_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
-               "cudaEventRecord (after the op, timing)", __LINE__);
+  Fault f = fault(cudaEventRecord(ev(end_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
+                  "cudaEventRecord (after the op, timing)", __LINE__);
+  if (f && !f.sticky) cudaGetLastError();  // not the next launch's error
+  return f;
 }
 
 bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) {

@@ -34,6 +34,7 @@ class CudaLane final : public Lane {
   Fault record_begin(std::uint64_t seq) override;
   Fault record_end(std::uint64_t seq) override;
   bool span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) override;
+  Fault record_begin_impl(std::uint64_t seq);
 
  private:
   int device_;
@@ -44,6 +45,7 @@ class CudaLane final : public Lane {
   // completion, before its slot can be recorded again).
   std::vector<void*> begin_, end_;
   const Anchor* anchor_ = nullptr;  // its device's, set with the rings
+  bool timing_unavailable_ = false;  // the rings could not be made: not tried again (worker only)
 };
 
 }  // namespace tide::backend::cuda_impl
