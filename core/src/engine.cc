@@ -96,7 +96,8 @@ Engine::Engine(const EngineOptions& options)
   for (int i = 0; i < gpus; ++i) devices_.push_back(cuda(i));
   const std::size_t nstreams = devices_.size() * kStreamKinds;
   for (std::size_t i = 0; i < nstreams; ++i)
-    counters_->streams.push_back(std::make_unique<StreamCounters>());
+    counters_->streams.push_back(std::make_unique<StreamCounters>(options.kind == EngineKind::async &&
+                                                                  devices_[i / kStreamKinds].is_cuda()));
   counters_->device_failures.resize(devices_.size());
   gpu_sync_after_op_ = backend::sync_mode();
 }
@@ -286,15 +287,9 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
     Counters::bump(sc.ops);
     sc.busy_ns.store(sc.busy_ns.load(std::memory_order_relaxed) + (t1 - t0),
                      std::memory_order_relaxed);
-    if (tracing_.load(std::memory_order_relaxed)) {
-      std::lock_guard<std::mutex> lock(sc.trace_mutex);
-      if (sc.trace.size() < StreamCounters::kMaxTrace) {
-        slot = static_cast<std::int64_t>(sc.trace_taken + sc.trace.size());
-        sc.trace.push_back({op.name, stream_index, step, push_index, t0, t1, seq, op.loc.file_name(), op.loc.line(),
-                            waits ? *waits : std::vector<TraceWait>{}});
-      } else
-        Counters::bump(sc.trace_dropped);
-    }
+    if (tracing_.load(std::memory_order_relaxed))
+      slot = sc.trace.append({op.name, stream_index, step, push_index, t0, t1, seq, op.loc.file_name(),
+                              op.loc.line(), waits ? *waits : std::vector<TraceWait>{}});
     if (poison) {
       counters_->failed.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(counters_->mutex);
@@ -306,18 +301,12 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
   // leaves the storage's cache line alone for the frontend.
   for (int i = 0; i < op.writes.size(); ++i)
     if (poison || op.writes[i]->poison()) op.writes[i]->set_poison(poison);
-  return poison ? -1 : slot;
+  return slot;
 }
 
-void Engine::retime(int stream_index, std::int64_t slot, std::int64_t start_ns, std::int64_t end_ns) {
-  if (slot < 0) return;
-  StreamCounters& sc = *counters_->streams[static_cast<std::size_t>(stream_index)];
-  std::lock_guard<std::mutex> lock(sc.trace_mutex);
-  const auto at = static_cast<std::uint64_t>(slot);
-  if (at < sc.trace_taken || at - sc.trace_taken >= sc.trace.size()) return;
-  TraceEvent& ev = sc.trace[at - sc.trace_taken];
-  ev.start_ns = start_ns;
-  ev.end_ns = end_ns;
+void Engine::settle_trace(int stream_index, std::int64_t slot, bool retimed, std::int64_t start_ns,
+                          std::int64_t end_ns) {
+  counters_->streams[static_cast<std::size_t>(stream_index)]->trace.settle(slot, retimed, start_ns, end_ns);
 }
 
 void Engine::rethrow_poison(const Storage& s) {
@@ -499,12 +488,7 @@ void Engine::set_tracing(bool on) {
 std::vector<TraceEvent> Engine::take_trace() {
   check_frontend_thread();
   std::vector<TraceEvent> all;
-  for (auto& sc : counters_->streams) {
-    std::lock_guard<std::mutex> lock(sc->trace_mutex);
-    all.insert(all.end(), sc->trace.begin(), sc->trace.end());
-    sc->trace_taken += sc->trace.size();
-    sc->trace.clear();
-  }
+  for (auto& sc : counters_->streams) sc->trace.take(all);
   std::sort(all.begin(), all.end(),
             [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
   return all;
@@ -515,11 +499,9 @@ std::vector<TraceEvent> Engine::read_trace(TraceCursor& cursor) {
   std::vector<TraceEvent> out;
   cursor.resize(counters_->streams.size(), 0);
   for (std::size_t i = 0; i < counters_->streams.size(); ++i) {
-    auto& sc = counters_->streams[i];
-    std::lock_guard<std::mutex> lock(sc->trace_mutex);
-    const std::size_t from = std::min(cursor[i], sc->trace.size());
-    out.insert(out.end(), sc->trace.begin() + static_cast<std::ptrdiff_t>(from), sc->trace.end());
-    cursor[i] = sc->trace.size();
+    std::uint64_t at = cursor[i];
+    counters_->streams[i]->trace.read(at, out);
+    cursor[i] = static_cast<std::size_t>(at);
   }
   std::sort(out.begin(), out.end(),
             [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
@@ -542,7 +524,7 @@ Engine::StreamActivity Engine::activity(int stream_index) const noexcept {
 
 std::uint64_t Engine::trace_dropped() const {
   std::uint64_t n = 0;
-  for (const auto& sc : counters_->streams) n += sc->trace_dropped.load(std::memory_order_relaxed);
+  for (const auto& sc : counters_->streams) n += sc->trace.dropped();
   return n;
 }
 

@@ -345,8 +345,8 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
 
   bool tracing() const override { return tracing_.load(std::memory_order_relaxed); }
 
-  void device_span(QueuedOp& op, int stream_index, std::int64_t start_ns, std::int64_t end_ns) override {
-    retime(stream_index, op.trace_slot, start_ns, end_ns);
+  void trace_settled(QueuedOp& op, int stream_index, bool timed, std::int64_t start_ns, std::int64_t end_ns) override {
+    settle_trace(stream_index, op.trace_slot, timed, start_ns, end_ns);
   }
 
   void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) override {

@@ -12,6 +12,8 @@
 
 #include <tide/core/engine.h>
 
+#include "trace_buffer.h"
+
 namespace tide {
 
 inline std::int64_t now_ns() {
@@ -23,13 +25,13 @@ inline std::int64_t now_ns() {
 /// What one stream's worker has run: one writer (that worker, or the
 /// frontend for the naive engine), read by stats() and take_trace().
 struct StreamCounters {
-  static constexpr std::size_t kMaxTrace = std::size_t{1} << 20;
+  static constexpr std::size_t kMaxTrace = TraceBuffer::kMaxHeld;
+  /// `trace_settles`: a GPU stream of the async engine, whose events wait
+  /// for the device's times (TraceBuffer).
+  explicit StreamCounters(bool trace_settles) : trace(trace_settles) {}
   alignas(64) std::atomic<std::uint64_t> ops{0};
   std::atomic<std::int64_t> busy_ns{0};
-  std::atomic<std::uint64_t> trace_dropped{0};
-  std::mutex trace_mutex;  // taken only while tracing
-  std::vector<TraceEvent> trace;
-  std::uint64_t trace_taken = 0;  // events take_trace() removed: trace[i] is slot trace_taken + i
+  TraceBuffer trace;
   // What the worker does, for the flight recorder (Engine::activity):
   // written by the worker only, read by anyone (a signal handler included).
   std::atomic<const char*> running{nullptr}, last{nullptr};

@@ -201,11 +201,17 @@ void Stream::completion_worker() {
   for (;;) {
     QueuedOp* op = inflight_.pop();
     if (!op) return;
+    bool ran = true;
     if (backend::Fault f = lane_->wait_done(op->seq)) {
       hooks_.async_failure(*op, index_, f.what, true);
-    } else if (op->device_timed) {
+      ran = false;
+    }
+    // Its trace event is final before the op counts as completed, so a
+    // reader after a barrier finds it.
+    if (op->trace_slot >= 0) {
       std::int64_t start = 0, end = 0;
-      if (lane_->span(op->seq, start, end)) hooks_.device_span(*op, index_, start, end);
+      const bool timed = ran && op->device_timed && lane_->span(op->seq, start, end);
+      hooks_.trace_settled(*op, index_, timed, start, end);
     }
     finish(op);
   }

@@ -65,9 +65,11 @@ class Stream {
     virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) = 0;
     /// Whether ops are being traced (a GPU stream then times them on the device).
     virtual bool tracing() const = 0;
-    /// A GPU op's trace event (op.trace_slot) ran on the device from
-    /// `start_ns` to `end_ns` (completion thread).
-    virtual void device_span(QueuedOp& op, int stream_index, std::int64_t start_ns, std::int64_t end_ns) = 0;
+    /// A GPU op is done and its trace event (op.trace_slot) final; when
+    /// `timed`, the op ran on the device from `start_ns` to `end_ns`
+    /// (completion thread, in the stream's order).
+    virtual void trace_settled(QueuedOp& op, int stream_index, bool timed, std::int64_t start_ns,
+                               std::int64_t end_ns) = 0;
     virtual ~Hooks() = default;
   };
 

@@ -161,18 +161,21 @@ class Engine {
   /// The timeline: while tracing is on, every op run records a TraceEvent
   /// (a lock per op, uncontended; off by default). take_trace() returns the
   /// events of the ops completed so far, sorted by start, and clears them;
-  /// call wait_all() first for a complete picture. At most 1M events per
+  /// call wait_all() first for a complete picture. On a GPU stream of the
+  /// async engine an event is handed out only once its op has completed
+  /// and its device times are in (so never a launch time that is about to
+  /// change); later ones stay for the next call. At most 1M events per
   /// stream are kept; trace_dropped() counts the rest.
   void set_tracing(bool on);
   bool tracing() const { return tracing_.load(std::memory_order_relaxed); }
   std::vector<TraceEvent> take_trace();
-  /// Where read_trace() left off: an event count per stream.
+  /// Where read_trace() left off: a place in each stream's whole trace.
   using TraceCursor = std::vector<std::size_t>;
-  /// The events of the ops completed since `cursor` (sorted by start),
-  /// copied: they stay for take_trace() and write_trace(). Advances
-  /// `cursor`. For a reader that must leave the timeline whole (one that
-  /// goes to a file). Not to be mixed with take_trace(): after one, the
-  /// cursor still counts the events taken, and skips as many new ones.
+  /// The events of the ops completed since `cursor` (sorted by start; the
+  /// same rule as take_trace() for GPU streams), copied: they stay for
+  /// take_trace() and write_trace(). Advances `cursor`. For a reader that
+  /// must leave the timeline whole (one that goes to a file). Events
+  /// take_trace() removed in between are not seen.
   std::vector<TraceEvent> read_trace(TraceCursor& cursor);
   /// The frontend's side of the timeline (see FrontendEvent), in order, and
   /// cleared; at most 1M events are kept.
@@ -240,15 +243,16 @@ class Engine {
   /// A non-null `skip_reason` skips the kernel and poisons the outputs with
   /// it (a GPU stream that could not order or launch the op).
   /// `waits` (may be empty) goes into the op's trace event. Returns the
-  /// event's place in its stream's trace, for retime(), or -1 when none was
-  /// recorded.
+  /// event's place in its stream's trace, for settle_trace(), or -1 when
+  /// none was recorded.
   std::int64_t execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
                        std::uint64_t push_index, void* native_stream, bool cancelled,
                        const char* skip_reason = nullptr, const std::vector<TraceWait>* waits = nullptr);
-  /// A GPU stream's completion thread: the trace event at `slot` (execute's
-  /// return) ran on the device from `start_ns` to `end_ns` (the host's
-  /// steady clock), not over its launch. Nothing if take_trace() took it.
-  void retime(int stream_index, std::int64_t slot, std::int64_t start_ns, std::int64_t end_ns);
+  /// A GPU stream's completion thread, once the op is done: its trace event
+  /// at `slot` (execute's return) is final, and may be handed out. When
+  /// `retimed`, the op ran on the device from `start_ns` to `end_ns` (the
+  /// host's steady clock), which replaces its launch.
+  void settle_trace(int stream_index, std::int64_t slot, bool retimed, std::int64_t start_ns, std::int64_t end_ns);
   /// Frontend: records `e` when tracing (blockers, stalls, steps).
   void trace_frontend(FrontendEvent e);
   /// Throws the error poisoning `s`, if any, marking it reported.
