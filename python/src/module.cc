@@ -88,14 +88,52 @@ PYBIND11_MODULE(_tide, m) {
   m.doc() = "tide: an asynchronous execution engine (C++ backend, this frontend pushes ops and waits at barriers)";
   register_errors(m);
 
+  // Stats as the C++ struct has it, read-only, field for field (busy_ns, the
+  // streams' busy time summed, is kept beside backend_busy_ns, its C++ name).
+  py::class_<BlockerSite>(m, "BlockerSite", "one call site that blocked the frontend")
+      .def_readonly("kind", &BlockerSite::kind, "wait_to_read, wait_all, item, to_vector or print")
+      .def_readonly("call_site", &BlockerSite::call_site, "file:line (function)")
+      .def_readonly("count", &BlockerSite::count)
+      .def_readonly("blocked_ns", &BlockerSite::blocked_ns)
+      .def("__repr__", [](const BlockerSite& b) {
+        return "BlockerSite(" + b.kind + " at " + b.call_site + ": " + std::to_string(b.count) + " calls, " +
+               std::to_string(b.blocked_ns) + " ns)";
+      });
+
+  py::class_<StreamStat>(m, "StreamStat", "the work one stream's backend worker has done")
+      .def_readonly("name", &StreamStat::name, "e.g. cpu:0/compute")
+      .def_readonly("ops", &StreamStat::ops)
+      .def_readonly("busy_ns", &StreamStat::busy_ns, "time spent running ops (waits for other streams excluded)")
+      .def("__repr__", [](const StreamStat& st) {
+        return "StreamStat(" + st.name + ": " + std::to_string(st.ops) + " ops, " + std::to_string(st.busy_ns) +
+               " ns busy)";
+      });
+
   py::class_<Stats>(m, "Stats")
       .def_readonly("ops_pushed", &Stats::ops_pushed)
       .def_readonly("ops_completed", &Stats::ops_completed)
-      .def_readonly("ops_failed", &Stats::ops_failed)
-      .def_readonly("blockers", &Stats::blockers)
-      .def_readonly("stalls", &Stats::stalls)
-      .def_readonly("queued_ops", &Stats::queued_ops)
-      .def_readonly("queued_bytes", &Stats::queued_bytes)
+      .def_readonly("ops_failed", &Stats::ops_failed, "threw on the backend")
+      .def_readonly("ops_skipped", &Stats::ops_skipped, "not run: an input was poisoned, or cancelled")
+      .def_readonly("cross_stream_waits", &Stats::cross_stream_waits, "event waits the dependency tracker added")
+      .def_readonly("blockers", &Stats::blockers, "barrier and implicit-blocker calls")
+      .def_readonly("blocked_ns", &Stats::blocked_ns)
+      .def_readonly("blocker_sites", &Stats::blocker_sites, "a list of BlockerSite, one per call site")
+      .def_readonly("stalls", &Stats::stalls, "sync-policy gate blocks")
+      .def_readonly("stalled_ns", &Stats::stalled_ns)
+      .def_readonly("stalls_steps", &Stats::stalls_steps, "stalls at the max_inflight_steps gate")
+      .def_readonly("stalls_ops", &Stats::stalls_ops, "stalls at the max_queued_ops gate")
+      .def_readonly("stalls_bytes", &Stats::stalls_bytes, "stalls at a queued-bytes gate")
+      .def_readonly("stalling", &Stats::stalling,
+                    "the frontend is in a stall now (counted in stalls once it ends)")
+      .def_readonly("queued_ops", &Stats::queued_ops, "now")
+      .def_readonly("queued_bytes", &Stats::queued_bytes, "now")
+      .def_readonly("peak_queued_ops", &Stats::peak_queued_ops)
+      .def_readonly("peak_queued_bytes", &Stats::peak_queued_bytes)
+      .def_readonly("backend_busy_ns", &Stats::backend_busy_ns, "summed over streams")
+      .def_readonly("streams", &Stats::streams, "a list of StreamStat: the streams that ran at least one op")
+      .def_readonly("steps_begun", &Stats::steps_begun)
+      .def_readonly("peak_inflight_steps", &Stats::peak_inflight_steps,
+                    "steps begun but not complete, with or without a cap")
       .def_property_readonly("busy_ns",
                              [](const Stats& s) {
                                std::int64_t t = 0;

@@ -101,6 +101,56 @@ def test_steps_are_context_managers_and_policies_apply():
     tide.wait_all()
 
 
+def test_stats_has_every_field_and_they_move():
+    ints = ("ops_pushed", "ops_completed", "ops_failed", "ops_skipped", "cross_stream_waits", "blockers",
+            "blocked_ns", "stalls", "stalled_ns", "stalls_steps", "stalls_ops", "stalls_bytes", "queued_ops",
+            "queued_bytes", "peak_queued_ops", "peak_queued_bytes", "backend_busy_ns", "busy_ns", "steps_begun",
+            "peak_inflight_steps")
+    tide.wait_all()
+    before = RT.stats()
+    # One step in flight at most, and each step's matmuls take milliseconds
+    # while the next step begins microseconds later: the step gate stalls.
+    RT.set_policy(tide.SyncPolicy.steps(1))
+    try:
+        a = tide.randn([500, 500], seed=2)
+        for _ in range(4):
+            with RT.step():
+                for _ in range(3):
+                    a = tide.matmul(a, a) * 0.001
+    finally:
+        RT.set_policy(tide.SyncPolicy())
+    tide.sum(a).item()  # a blocker
+    tide.wait_all()
+    s = RT.stats()
+    for name in ints:
+        v = getattr(s, name)
+        assert type(v) is int and v >= 0, f"{name} = {v!r}"
+    assert type(s.stalling) is bool and not s.stalling
+    assert s.steps_begun - before.steps_begun == 4
+    assert s.stalls_steps > before.stalls_steps, str(s)
+    assert s.stalls > before.stalls and s.stalled_ns > before.stalled_ns, str(s)
+    assert s.stalls - before.stalls == sum(getattr(s, f) - getattr(before, f)
+                                            for f in ("stalls_steps", "stalls_ops", "stalls_bytes"))
+    assert s.peak_inflight_steps >= 1
+    assert s.blockers >= before.blockers + 2 and s.blocked_ns >= before.blocked_ns
+    pushed = s.ops_pushed - before.ops_pushed
+    assert pushed >= 26 and s.ops_completed - before.ops_completed == pushed
+    assert s.queued_ops == 0 and s.peak_queued_ops >= 1 and s.peak_queued_bytes >= s.queued_bytes
+    sites = s.blocker_sites
+    assert sites and all(isinstance(b, tide.BlockerSite) for b in sites)
+    assert all(type(b.kind) is str and type(b.call_site) is str and b.count >= 1 and b.blocked_ns >= 0
+               for b in sites)
+    assert {"item", "wait_all"} <= {b.kind for b in sites}, sites
+    assert sum(b.count for b in sites) == s.blockers and sum(b.blocked_ns for b in sites) == s.blocked_ns
+    streams = s.streams
+    assert streams and all(isinstance(st, tide.StreamStat) and type(st.name) is str and st.ops >= 1
+                           for st in streams), streams
+    assert s.backend_busy_ns == s.busy_ns == sum(st.busy_ns for st in streams) > before.backend_busy_ns
+    assert sum(st.ops for st in streams) > sum(st.ops for st in before.streams)
+    with pytest.raises(AttributeError):
+        s.stalls_steps = 0  # read-only
+
+
 def test_waiting_releases_the_gil():
     # Another Python thread counts while the main thread waits for work
     # that takes a while (matmuls of 1000 x 1000).
