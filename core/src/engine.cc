@@ -212,7 +212,8 @@ void Engine::rethrow_device_failure(Device d) {
 
 std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
                              std::uint64_t push_index, void* native_stream, bool cancelled,
-                             const char* skip_reason, const std::vector<TraceWait>* waits) {
+                             const char* skip_reason, const std::vector<TraceWait>* waits,
+                             void (*on_launched)(void*), void* launched_arg) {
   std::int64_t slot = -1;
   auto make_prov = [&](std::string what) {
     return make_provenance(op, stream_name(stream_index), step, seq, std::move(what));
@@ -258,6 +259,8 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
                   writes,
                   op.reads.size(),
                   op.writes.size()};
+    ctx.on_launched = on_launched;
+    ctx.launched_arg = launched_arg;
     StreamCounters& sc = *counters_->streams[static_cast<std::size_t>(stream_index)];
     const std::int64_t t0 = now_ns();
     sc.running_since.store(t0, std::memory_order_relaxed);

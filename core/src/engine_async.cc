@@ -340,7 +340,8 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
       for (int i = 0; i < op.nwaits; ++i)
         if (op.waits[i].stream) waits.push_back({op.waits[i].stream->index(), op.waits[i].seq});
     op.trace_slot = execute(op.desc, stream_index, op.seq, op.step, op.push_index, native_stream,
-                            cancelling_.load(std::memory_order_acquire), skip_reason, traced ? &waits : nullptr);
+                            cancelling_.load(std::memory_order_acquire), skip_reason, traced ? &waits : nullptr,
+                            op.timing_lane ? &QueuedOp::record_end_now : nullptr, &op);
   }
 
   bool tracing() const override { return tracing_.load(std::memory_order_relaxed); }

@@ -168,8 +168,12 @@ void Stream::worker() {
       const bool tracing = error.empty() && hooks_.tracing();
       if (tracing && op->seq > backend::Lane::kRing) wait_until(op->seq - backend::Lane::kRing);
       const bool timed = tracing && !lane_->record_begin(op->seq);
+      op->timing_lane = timed ? lane_.get() : nullptr;
+      op->end_recorded = 0;
       hooks_.run(*op, index_, lane_->native(), error.empty() ? nullptr : error.c_str());
-      op->device_timed = timed && op->trace_slot >= 0 && !lane_->record_end(op->seq);
+      QueuedOp::record_end_now(op);  // unless the kernel did, after its launch
+      op->device_timed = timed && op->trace_slot >= 0 && op->end_recorded == 1;
+      op->timing_lane = nullptr;
       // The slot of this op's event held op seq - kRing's: it must be done.
       if (op->seq > backend::Lane::kRing) wait_until(op->seq - backend::Lane::kRing);
       // Without its event the op's completion cannot be seen: the stream is

@@ -36,6 +36,16 @@ struct QueuedOp {
   // return, -1: none), and whether its lane timed it with device events.
   std::int64_t trace_slot = -1;
   bool device_timed = false;
+  // While a timed op runs: its lane, and whether the end timing event was
+  // recorded (0: not yet, 1: yes, -1: failed), by the worker after the
+  // kernel or earlier by the kernel itself (OpContext::launched).
+  backend::Lane* timing_lane = nullptr;
+  int end_recorded = 0;
+  /// OpContext::on_launched for a timed op (`self` is the QueuedOp).
+  static void record_end_now(void* self) {
+    auto* op = static_cast<QueuedOp*>(self);
+    if (op->timing_lane && op->end_recorded == 0) op->end_recorded = op->timing_lane->record_end(op->seq) ? -1 : 1;
+  }
 
   void clear() {
     desc.fn.reset();
@@ -46,6 +56,8 @@ struct QueuedOp {
     nwaits = 0;
     trace_slot = -1;
     device_timed = false;
+    timing_lane = nullptr;
+    end_recorded = 0;
   }
 };
 

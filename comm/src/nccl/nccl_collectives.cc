@@ -287,6 +287,7 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
   if (r == ncclInProgress) nccl_timed_out(impl, nc, what, call);
   if (r != ncclSuccess) nccl_failed(impl, nc, what, call, r);
   if (!n) return;
+  ctx.launched();  // the op's device span ends with NCCL's work, not with the wait below
 
   TIDE_CUDA_CHECK(cudaEventRecord(nc.done, stream));
   for (;;) {

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -9,6 +10,7 @@
 
 #include <tide/core/cuda_check.h>
 
+#include "../device_clock.h"
 #include "cuda_runtime.h"
 
 namespace tide::backend::cuda_impl {
@@ -26,58 +28,115 @@ std::int64_t steady_ns() {
       .count();
 }
 
-/// Where a device's event clock sits on the host's: an event recorded on an
-/// idle stream of its own and waited for (spinning), and the host's time
-/// right after. Events of one device compare with cudaEventElapsedTime
-/// whatever their streams, so every lane of the device shares its anchor
-/// and their spans order exactly as the device ran them. The host placement
-/// is off by the wait's return latency (microseconds).
+constexpr std::int64_t kRenewNs = 1'000'000'000;  // a new anchor when the newest is older
 }  // namespace
 
-struct Anchor {
-  cudaEvent_t event = nullptr;
-  std::int64_t host_ns = 0;
+/// A device's event clock placed on the host's (ClockMap, device_clock.h):
+/// anchors are events recorded on an idle stream of their own and waited
+/// for (spinning), about once a second while the device's ops are traced.
+/// Events of one device compare with cudaEventElapsedTime whatever their
+/// streams, so every lane of the device shares its clock, and their spans
+/// order as the device ran them.
+struct DeviceClock {
+  std::mutex m;
+  ClockMap map;                 // guarded by m
+  std::uint64_t valid_from = 0;  // anchors below lost their event to a newer one (m)
+  bool making = false;          // an anchor is being renewed, outside m (m)
+  std::int64_t last_try_ns = 0;  // of a renewal (m)
+  cudaStream_t stream = nullptr;
+  cudaEvent_t events[ClockMap::kKeep]{};  // anchor k's is events[k % kKeep]
+
+  /// Records anchor `k`'s event and waits for it (the caller is its only
+  /// maker); the host's clock before and after, and the device's time
+  /// since anchor k - 1 (k > 0).
+  bool make(std::uint64_t k, std::int64_t& before, std::int64_t& after, double& since_ns) {
+    cudaEvent_t e = events[k % ClockMap::kKeep];
+    before = steady_ns();
+    bool ok = cudaEventRecord(e, stream) == cudaSuccess && cudaEventSynchronize(e) == cudaSuccess;
+    after = steady_ns();
+    since_ns = 0;
+    if (ok && k > 0) {
+      float ms = 0;
+      ok = cudaEventElapsedTime(&ms, events[(k - 1) % ClockMap::kKeep], e) == cudaSuccess;
+      since_ns = static_cast<double>(ms) * 1e6;
+    }
+    if (!ok) cudaGetLastError();  // not the next launch's error
+    return ok;
+  }
+
+  /// The anchor a traced op recorded now is timed against (a worker, its
+  /// device current); renews it when it is older than kRenewNs. False
+  /// when the device has no anchor.
+  bool current(std::uint64_t& k) {
+    std::unique_lock<std::mutex> lock(m);
+    if (map.empty()) return false;
+    const std::int64_t now = steady_ns();
+    k = map.newest();
+    if (making || now - map.newest_host_ns() < kRenewNs || now - last_try_ns < kRenewNs) return true;
+    making = true;
+    last_try_ns = now;
+    const std::uint64_t next = k + 1;
+    // Its event slot held anchor next - kKeep: no span may use that one now.
+    if (next >= ClockMap::kKeep) valid_from = std::max(valid_from, next - ClockMap::kKeep + 1);
+    lock.unlock();
+    std::int64_t before = 0, after = 0;
+    double since = 0;
+    const bool ok = make(next, before, after, since);
+    lock.lock();
+    making = false;
+    if (ok) k = map.add(since, before, after);
+    return true;
+  }
+
+  /// Host times of the anchor-`k`-timed events `b` and `e` (complete).
+  bool place(std::uint64_t k, cudaEvent_t b, cudaEvent_t e, std::int64_t& start_ns, std::int64_t& end_ns) {
+    cudaEvent_t a = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(m);
+      if (map.empty() || k < valid_from || k > map.newest()) return false;
+      a = events[k % ClockMap::kKeep];
+    }
+    float ms0 = 0, ms1 = 0;
+    if (cudaEventElapsedTime(&ms0, a, b) != cudaSuccess || cudaEventElapsedTime(&ms1, a, e) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    // A renewal that took anchor k's event slot meanwhile makes what was
+    // read meaningless: it marks k invalid before recording there.
+    std::lock_guard<std::mutex> lock(m);
+    if (k < valid_from) return false;
+    return map.to_host(k, static_cast<double>(ms0) * 1e6, start_ns) &&
+           map.to_host(k, static_cast<double>(ms1) * 1e6, end_ns);
+  }
 };
 
 namespace {
 
-/// The anchor of `device` (the calling thread's current device), made at
-/// first use; null event when it cannot be made.
-const Anchor& device_anchor(int device) {
+/// The clock of `device` (the calling thread's current device), with its
+/// first anchor made at first use; null when it cannot be made.
+DeviceClock* device_clock(int device) {
   static std::mutex m;
-  static std::map<int, Anchor>* anchors = new std::map<int, Anchor>();  // never freed: lanes may outlive statics
+  static auto* clocks = new std::map<int, DeviceClock*>();  // never freed: lanes may outlive statics
   std::lock_guard<std::mutex> lock(m);
-  auto it = anchors->find(device);
-  if (it != anchors->end()) return it->second;
-  Anchor a;
-  cudaStream_t s = nullptr;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
-    if (cudaEventCreate(&a.event) == cudaSuccess && cudaEventRecord(a.event, s) == cudaSuccess &&
-        cudaEventSynchronize(a.event) == cudaSuccess) {
-      a.host_ns = steady_ns();
-    } else {
-      cudaGetLastError();
-      if (a.event) cudaEventDestroy(a.event);
-      a.event = nullptr;
-    }
-    if (cudaStreamDestroy(s) != cudaSuccess) cudaGetLastError();
+  auto it = clocks->find(device);
+  if (it != clocks->end()) return it->second;
+  auto* c = new DeviceClock();
+  bool ok = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) == cudaSuccess;
+  for (auto& e : c->events) ok = ok && cudaEventCreate(&e) == cudaSuccess;
+  std::int64_t before = 0, after = 0;
+  double since = 0;
+  ok = ok && c->make(0, before, after, since);
+  if (!ok) {
+    cudaGetLastError();
+    for (auto& e : c->events)
+      if (e && cudaEventDestroy(e) != cudaSuccess) cudaGetLastError();
+    if (c->stream && cudaStreamDestroy(c->stream) != cudaSuccess) cudaGetLastError();
+    delete c;
+    c = nullptr;  // remembered: not tried again
   } else {
-    cudaGetLastError();
+    c->map.add(0, before, after);
   }
-  return anchors->emplace(device, a).first->second;
-}
-
-/// Nanoseconds from the anchor's event to `e` (both complete). The device
-/// gives milliseconds as a float: 2^-24 of the time since the anchor, about
-/// 1 us after 16 s of tracing.
-bool since_anchor(const Anchor& a, cudaEvent_t e, std::int64_t& ns) {
-  float ms = 0;
-  if (cudaEventElapsedTime(&ms, a.event, e) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  ns = a.host_ns + std::llround(static_cast<double>(ms) * 1e6);
-  return true;
+  return clocks->emplace(device, c).first->second;
 }
 }  // namespace
 
@@ -153,9 +212,9 @@ Fault CudaLane::record_begin_impl(std::uint64_t seq) {
   if (timing_unavailable_) return {"timing events could not be made on this device", false};
   if (begin_.empty()) {
     // First traced op: place the device's clock, make the rings.
-    const Anchor& a = device_anchor(device_);
-    if (!a.event) return {"the device's clock could not be placed on the host's", false};
-    anchor_ = &a;
+    clock_ = device_clock(device_);
+    if (!clock_) return {"the device's clock could not be placed on the host's", false};
+    anchor_of_.assign(kRing, 0);
     begin_.resize(kRing, nullptr);
     end_.resize(kRing, nullptr);
     for (auto* ring : {&begin_, &end_})
@@ -172,6 +231,9 @@ Fault CudaLane::record_begin_impl(std::uint64_t seq) {
         e = x;
       }
   }
+  std::uint64_t k = 0;
+  if (!clock_->current(k)) return {"the device's clock has no anchor", false};
+  anchor_of_[seq % kRing] = k;
   return fault(cudaEventRecord(ev(begin_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
                "cudaEventRecord (before the op, timing)", __LINE__);
 }
@@ -185,9 +247,8 @@ Fault CudaLane::record_end(std::uint64_t seq) {
 }
 
 bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) {
-  if (begin_.empty() || !anchor_) return false;
-  return since_anchor(*anchor_, ev(begin_[seq % kRing]), start_ns) &&
-         since_anchor(*anchor_, ev(end_[seq % kRing]), end_ns);
+  if (begin_.empty() || !clock_) return false;
+  return clock_->place(anchor_of_[seq % kRing], ev(begin_[seq % kRing]), ev(end_[seq % kRing]), start_ns, end_ns);
 }
 
 }  // namespace tide::backend::cuda_impl

@@ -17,7 +17,7 @@
 
 namespace tide::backend::cuda_impl {
 
-struct Anchor;  // a device's event clock placed on the host's (lane.cc)
+struct DeviceClock;  // a device's event clock placed on the host's (lane.cc)
 
 class CudaLane final : public Lane {
  public:
@@ -44,7 +44,8 @@ class CudaLane final : public Lane {
   // Timing events (worker: record; completion thread: read, after the op's
   // completion, before its slot can be recorded again).
   std::vector<void*> begin_, end_;
-  const Anchor* anchor_ = nullptr;  // its device's, set with the rings
+  DeviceClock* clock_ = nullptr;  // its device's, set with the rings
+  std::vector<std::uint64_t> anchor_of_;  // the anchor each slot's timing events are placed by
   bool timing_unavailable_ = false;  // the rings could not be made: not tried again (worker only)
 };
 

@@ -242,12 +242,14 @@ class Engine {
   /// `push_index` orders failures: wait_all reports the earliest pushed.
   /// A non-null `skip_reason` skips the kernel and poisons the outputs with
   /// it (a GPU stream that could not order or launch the op).
-  /// `waits` (may be empty) goes into the op's trace event. Returns the
+  /// `waits` (may be empty) goes into the op's trace event; `on_launched`
+  /// and its `launched_arg` into the kernel's OpContext. Returns the
   /// event's place in its stream's trace, for settle_trace(), or -1 when
   /// none was recorded.
   std::int64_t execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
                        std::uint64_t push_index, void* native_stream, bool cancelled,
-                       const char* skip_reason = nullptr, const std::vector<TraceWait>* waits = nullptr);
+                       const char* skip_reason = nullptr, const std::vector<TraceWait>* waits = nullptr,
+                       void (*on_launched)(void*) = nullptr, void* launched_arg = nullptr);
   /// A GPU stream's completion thread, once the op is done: its trace event
   /// at `slot` (execute's return) is final, and may be handed out. When
   /// `retimed`, the op ran on the device from `start_ns` to `end_ns` (the

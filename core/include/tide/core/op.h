@@ -30,6 +30,17 @@ struct OpContext {
   /// communicator so peers are not left pairing with the wrong one); what
   /// it throws is ignored, and its outputs are poisoned as for any skip.
   bool skipped = false;
+  /// Set by the engine while a GPU op is timed for the timeline: see launched().
+  void (*on_launched)(void*) = nullptr;
+  void* launched_arg = nullptr;
+
+  /// For a GPU kernel that waits on the host after enqueuing its work (a
+  /// collective polling its completion): call it right after the enqueue,
+  /// so that a traced op's span on the device ends with that work, not
+  /// when the host's wait returned. Does nothing otherwise.
+  void launched() const {
+    if (on_launched) on_launched(launched_arg);
+  }
 
   template <typename T>
   const T* in(int i) const { return static_cast<const T*>(reads[i]->data()); }
