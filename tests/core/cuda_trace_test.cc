@@ -3,7 +3,6 @@
 // device share one clock, so they prove the engine's ordering across GPU
 // streams as the CPU timeline does (trace_file_test.cc). Skips without a GPU.
 #include <chrono>
-#include <map>
 #include <random>
 #include <vector>
 
@@ -12,6 +11,7 @@
 
 #include "../gpu_test_util.h"
 #include "test_util.h"
+#include "trace_order.h"
 
 namespace tide::test {
 namespace {
@@ -21,11 +21,35 @@ std::int64_t now_steady_ns() {
       .count();
 }
 
+/// A random program of adds over `tensors` GPU tensors on the device's
+/// three streams, pushed until `ops` ops or `seconds` have passed; its
+/// dependencies go into `order`. Returns the ops pushed.
+int push_random_adds(Engine& e, std::vector<Tensor>& t, TraceOrder& order, std::uint32_t seed, int ops,
+                     double seconds) {
+  const StreamKind kinds[] = {StreamKind::compute, StreamKind::copy, StreamKind::comm};
+  const int n = static_cast<int>(t.size());
+  std::mt19937 rng(seed);
+  auto pick = [&](int k) { return static_cast<int>(rng() % static_cast<std::uint32_t>(k)); };
+  const std::int64_t until = now_steady_ns() + static_cast<std::int64_t>(seconds * 1e9);
+  int pushed = 0;
+  for (; pushed < ops && (seconds <= 0 || now_steady_ns() < until); ++pushed) {
+    const int w = pick(n);
+    const int r = (w + 1 + pick(n - 1)) % n;
+    const std::uint64_t me = e.pushed();
+    order.add(me, r, w);  // add_(t[w], t[r]) reads both and writes t[w]: RAW, WAW, WAR
+    {
+      StreamScope s(kinds[pick(3)], e);
+      add_(t[static_cast<std::size_t>(w)], t[static_cast<std::size_t>(r)]);
+    }
+    EXPECT_EQ(e.pushed(), me + 1) << "add_ pushes one op";
+  }
+  return pushed;
+}
+
 TEST(CudaTrace, EveryOpStartsOnTheDeviceAfterTheEndOfEveryOpItDependsOn) {
   TIDE_REQUIRE_GPU();
   constexpr int kTensors = 5, kOps = 200;
   constexpr std::int64_t kN = std::int64_t{1} << 22;  // 16 MiB: tens of microseconds per add
-  const StreamKind kinds[] = {StreamKind::compute, StreamKind::copy, StreamKind::comm};
   for (std::uint32_t seed = 1; seed <= 4; ++seed) {
     EngineFixture f(EngineKind::async, 1, {}, 1);
     Engine& e = *f;
@@ -33,46 +57,49 @@ TEST(CudaTrace, EveryOpStartsOnTheDeviceAfterTheEndOfEveryOpItDependsOn) {
     for (int i = 0; i < kTensors; ++i) t.push_back(zeros({kN}, {DType::f32, cuda(0)}));
     e.wait_all();
     e.set_tracing(true);
-    std::mt19937 rng(seed);
-    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint32_t>(n)); };
-    std::vector<std::int64_t> last_write(kTensors, -1);
-    std::vector<std::vector<std::int64_t>> readers(kTensors);
-    std::map<std::uint64_t, std::vector<std::int64_t>> deps;
-    for (int k = 0; k < kOps; ++k) {
-      const int w = pick(kTensors);
-      const int r = (w + 1 + pick(kTensors - 1)) % kTensors;
-      const std::uint64_t me = e.pushed();
-      auto& d = deps[me];
-      // add_(t[w], t[r]) reads both and writes t[w].
-      if (last_write[r] >= 0) d.push_back(last_write[r]);  // RAW
-      if (last_write[w] >= 0) d.push_back(last_write[w]);  // RAW and WAW
-      for (std::int64_t rd : readers[w]) d.push_back(rd);  // WAR
-      {
-        StreamScope s(kinds[pick(3)], e);
-        add_(t[static_cast<std::size_t>(w)], t[static_cast<std::size_t>(r)]);
-      }
-      ASSERT_EQ(e.pushed(), me + 1) << "add_ pushes one op";
-      readers[static_cast<std::size_t>(r)].push_back(static_cast<std::int64_t>(me));
-      last_write[static_cast<std::size_t>(w)] = static_cast<std::int64_t>(me);
-      readers[static_cast<std::size_t>(w)].clear();
-    }
+    TraceOrder order(kTensors);
+    push_random_adds(e, t, order, seed, kOps, 0);
     e.wait_all();
-    std::map<std::uint64_t, TraceEvent> by_push;
-    for (auto& ev : e.take_trace()) by_push[ev.push_index] = ev;
-    ASSERT_EQ(by_push.size(), static_cast<std::size_t>(kOps)) << "seed " << seed;
-    int checked = 0;
-    for (const auto& [me, must_follow] : deps) {
-      const TraceEvent& op = by_push.at(me);
-      EXPECT_GE(op.end_ns, op.start_ns);
-      for (std::int64_t p : must_follow) {
-        const TraceEvent& before = by_push.at(static_cast<std::uint64_t>(p));
-        EXPECT_GE(op.start_ns, before.end_ns) << "seed " << seed << ": op #" << me << " on "
-                                              << e.stream_name(op.stream) << " started on the device before op #"
-                                              << p << " on " << e.stream_name(before.stream) << " ended";
-        ++checked;
-      }
-    }
+    const int checked = order.check(e, e.take_trace(), "seed " + std::to_string(seed));
     EXPECT_GT(checked, kOps) << "the programs must have dependencies to check";
+  }
+}
+
+// Three and a half seconds of traced work: the device's clock is re-anchored
+// about once a second, and ops timed against different anchors must still
+// order as the device ran them, and sit where the host saw them run. The
+// timeline is read while the program runs, as the trainer reads it: no
+// event may come out on its launch times.
+TEST(CudaTrace, OrderHoldsAcrossAnchorsAndReadersDuringTheRunGetDeviceTimes) {
+  TIDE_REQUIRE_GPU();
+  constexpr int kTensors = 4;
+  // 64 MiB: an add reads 128 MiB and writes 64 MiB, 60 us or more on any
+  // GPU, where its launch takes a few.
+  constexpr std::int64_t kN = std::int64_t{1} << 24;
+  EngineFixture f(EngineKind::async, 1, {}, 1);
+  Engine& e = *f;
+  std::vector<Tensor> t;
+  for (int i = 0; i < kTensors; ++i) t.push_back(zeros({kN}, {DType::f32, cuda(0)}));
+  e.wait_all();
+  e.set_tracing(true);
+  TraceOrder order(kTensors);
+  const std::int64_t before = now_steady_ns();
+  std::vector<TraceEvent> trace;
+  int ops = 0;
+  for (std::uint32_t round = 0; round < 35; ++round) {  // 0.1 s each
+    ops += push_random_adds(e, t, order, 100 + round, 1 << 30, 0.1);
+    for (auto& ev : e.take_trace()) trace.push_back(ev);
+  }
+  e.wait_all();
+  const std::int64_t after = now_steady_ns();
+  for (auto& ev : e.take_trace()) trace.push_back(ev);
+  ASSERT_EQ(trace.size(), static_cast<std::size_t>(ops));
+  const int checked = order.check(e, trace, "3.5 s of random adds");
+  EXPECT_GT(checked, ops);
+  for (const auto& ev : trace) {
+    EXPECT_GE(ev.start_ns, before - 1'000'000) << "op #" << ev.push_index;
+    EXPECT_LE(ev.end_ns, after + 1'000'000) << "op #" << ev.push_index;
+    EXPECT_GE(ev.end_ns - ev.start_ns, 20'000) << "op #" << ev.push_index << ": a launch, not the device's time";
   }
 }
 
