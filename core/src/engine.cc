@@ -291,8 +291,8 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
     sc.busy_ns.store(sc.busy_ns.load(std::memory_order_relaxed) + (t1 - t0),
                      std::memory_order_relaxed);
     if (tracing_.load(std::memory_order_relaxed))
-      slot = sc.trace.append({op.name, stream_index, step, push_index, t0, t1, seq, op.loc.file_name(),
-                              op.loc.line(), waits ? *waits : std::vector<TraceWait>{}});
+      slot = sc.trace.append(op.name, stream_index, step, push_index, t0, t1, seq, op.loc.file_name(), op.loc.line(),
+                             waits ? *waits : std::vector<TraceWait>{});
     if (poison) {
       counters_->failed.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(counters_->mutex);

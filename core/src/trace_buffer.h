@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <tide/core/engine.h>
@@ -32,15 +33,17 @@ class TraceBuffer {
 
   bool settles() const { return settles_; }
 
-  /// Appends `e` (the stream's worker) and returns its slot, or -1 when
-  /// `max_held` events are held already (the event is counted as dropped).
-  std::int64_t append(TraceEvent&& e) {
+  /// Appends a TraceEvent made of `fields`, in place (the stream's worker),
+  /// and returns its slot, or -1 when `max_held` events are held already
+  /// (the event is counted as dropped).
+  template <typename... Fields>
+  std::int64_t append(Fields&&... fields) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (held_.size() >= max_held_) {
       dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return -1;
     }
-    held_.push_back(std::move(e));
+    held_.emplace_back(std::forward<Fields>(fields)...);
     return static_cast<std::int64_t>(taken_ + held_.size() - 1);
   }
 
