@@ -19,6 +19,14 @@
 // so drift between the two clocks does not accumulate and one late
 // reading does not jump the timeline. A reading whose window is wider than
 // kMaxWindowNs (the host thread was descheduled) is not used.
+//
+// An event is timed against the anchor current when its op was recorded,
+// then against each later anchor it may follow (place()): offsets stay
+// short however long the op waited, and an event is always placed from
+// the newest anchor before it on the device. The device's float rounding
+// is monotone, so an event before anchor j + 1 lands at or before it and
+// one after lands at or after it: the order holds across anchors to the
+// nanosecond.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +40,7 @@ class ClockMap {
   static constexpr double kSettleNs = 10e9;
   static constexpr std::int64_t kMaxWindowNs = 200'000;
   static constexpr double kMaxRateError = 1e-3;  // a rate or a bend beyond 1000 ppm is not believed
+  static constexpr double kMarginNs = 1000;  // beyond the device's rounding, when choosing an anchor
 
   /// Adds an anchor and returns its index (0, 1, ...). `since_previous_ns`
   /// is the device's time from the previous anchor to this one (ignored
@@ -42,6 +51,27 @@ class ClockMap {
   /// The host time of the device instant `offset_ns` after anchor `k`;
   /// false when `k` is not kept (or not made yet).
   bool to_host(std::uint64_t k, double offset_ns, std::int64_t& host_ns) const;
+
+  /// The host time of a device event whose op was recorded with anchor
+  /// `k` current. `elapsed(j, ns)` gives the device's time from anchor j
+  /// to the event (negative, or 0, when the event came first; false when
+  /// it cannot). The event is placed from the newest kept anchor that it
+  /// does not precede.
+  template <typename Elapsed>
+  bool place(std::uint64_t k, Elapsed&& elapsed, std::int64_t& host_ns) const {
+    double off = 0;
+    if (points_.empty() || k < first_ || k > newest() || !elapsed(k, off)) return false;
+    while (k < newest()) {
+      const double link = points_[k + 1 - first_].device_ns - points_[k - first_].device_ns;
+      // Surely before the next anchor: rounding is 2^-24 of each interval.
+      if (off < link - kMarginNs - (off + link) * 0x1p-23) break;
+      double next = 0;
+      if (!elapsed(k + 1, next) || next < 0) break;
+      ++k;
+      off = next;
+    }
+    return to_host(k, off, host_ns);
+  }
 
   bool empty() const { return points_.empty(); }
   /// Index of the newest anchor (valid when not empty) and of the oldest kept.

@@ -268,7 +268,10 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
     backend::range_push(op.name);
     try {
       op.fn(ctx);
-      if (native_stream && gpu_sync_after_op_) backend::sync_stream(native_stream);
+      if (native_stream && gpu_sync_after_op_) {
+        ctx.launched();  // a traced op's span ends with its kernels, not with the host's wait
+        backend::sync_stream(native_stream);
+      }
     } catch (const std::exception& e) {
       poison = make_prov(e.what());
     } catch (...) {

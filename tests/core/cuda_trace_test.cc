@@ -76,7 +76,11 @@ TEST(CudaTrace, OrderHoldsAcrossAnchorsAndReadersDuringTheRunGetDeviceTimes) {
   // 64 MiB: an add reads 128 MiB and writes 64 MiB, 60 us or more on any
   // GPU, where its launch takes a few.
   constexpr std::int64_t kN = std::int64_t{1} << 24;
-  EngineFixture f(EngineKind::async, 1, {}, 1);
+  // At most 2048 ops queued, so the device works for about as long as the
+  // program is pushed (the default would let a minute of adds queue up).
+  SyncPolicy policy;
+  policy.max_queued_ops = 2048;
+  EngineFixture f(EngineKind::async, 1, policy, 1);
   Engine& e = *f;
   std::vector<Tensor> t;
   for (int i = 0; i < kTensors; ++i) t.push_back(zeros({kN}, {DType::f32, cuda(0)}));

@@ -22,7 +22,8 @@ struct World {
   ClockMap map;
   std::vector<double> anchor_t;  // host time each anchor ran at
 
-  double device(double t) const { return t * (1 + drift); }
+  // The device's timestamps are whole nanoseconds.
+  double device(double t) const { return std::floor(t * (1 + drift)); }
   static double as_float_ms(double ns) { return static_cast<double>(static_cast<float>(ns / 1e6)) * 1e6; }
 
   /// An anchor that runs at host time t; the host reads its clock between
@@ -39,6 +40,19 @@ struct World {
   double place(std::uint64_t k, double t) {
     std::int64_t h = 0;
     EXPECT_TRUE(map.to_host(k, as_float_ms(device(t) - device(anchor_t[k])), h));
+    return static_cast<double>(h);
+  }
+  /// Where ClockMap::place puts an event that ran at host time t, its op
+  /// recorded with anchor k current. `clamped`: the device answers 0, not
+  /// a negative time, for an event before the anchor.
+  double place_best(std::uint64_t k, double t, bool clamped = false) {
+    auto elapsed = [&](std::uint64_t j, double& ns) {
+      ns = as_float_ms(device(t) - device(anchor_t[j]));
+      if (clamped && ns < 0) ns = 0;
+      return true;
+    };
+    std::int64_t h = 0;
+    EXPECT_TRUE(map.place(k, elapsed, h));
     return static_cast<double>(h);
   }
 };
@@ -143,6 +157,47 @@ TEST(ClockMap, AnIdleHourIsCaughtUpWithoutOvershoot) {
   }
   EXPECT_LT(first, 1e6);
   EXPECT_LT(later, 10'000);
+}
+
+// Two events a few nanoseconds apart on the device, around each anchor
+// renewal, the first one's op recorded with the previous anchor current
+// (it was launched before the renewal and ran after it), the second's
+// with either: the map keeps their order, to the nanosecond, whether the
+// device answers a negative time or 0 for an event before an anchor. And
+// an op that waited 50 s after its anchor (a collective held up by a peer)
+// is placed as precisely as one that did not.
+TEST(ClockMap, PlacesFromTheNewestAnchorBeforeTheEventKeepingOrderToTheNanosecond) {
+  for (bool clamped : {false, true}) {
+    World w;
+    w.drift = 37e-6;
+    const double t0 = 20 * kS;
+    int pairs = 0;
+    for (int i = 0; i < 120; ++i) {
+      const double t = t0 + i * 1.000'000'3 * kS;  // not on a whole nanosecond
+      w.anchor(t);
+      if (i == 0) continue;
+      const std::uint64_t k = w.map.newest();
+      for (double a = t - 300; a < t + 300; a += 7) {
+        for (double gap : {0.0, 1.0, 8.0, 16.0, 32.0, 64.0}) {
+          const double b = a + gap;
+          const double pa = w.place_best(k - 1, a, clamped);
+          const double pb = w.place_best(b >= t ? k : k - 1, b, clamped);
+          ASSERT_LE(pa, pb) << (clamped ? "clamped" : "signed") << ": events " << gap << " ns apart, "
+                            << a - t << " ns from anchor " << k;
+          ++pairs;
+        }
+      }
+      if (i >= 60) {
+        // 50 s in flight: timed first against the anchor of 50 s ago.
+        const double late = t + 0.4 * kS;
+        const double p_old = w.place_best(k - 50, late, clamped);
+        const double p_new = w.place_best(k, late + 16, clamped);
+        ASSERT_LE(p_old, p_new) << "a late op's end and the next op's start, 16 ns apart";
+        EXPECT_LT(std::abs(p_old - late), 10'000);
+      }
+    }
+    EXPECT_GT(pairs, 10'000);
+  }
 }
 
 TEST(ClockMap, KeepsTheLast64Anchors) {

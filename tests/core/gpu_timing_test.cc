@@ -42,7 +42,7 @@ TEST(GpuTiming, TheKernelsLaunchMarkEndsTheSpanAndTheWorkersIsThenSkipped) {
   EXPECT_EQ(op.end_recorded, 1);
 }
 
-TEST(GpuTiming, WithoutALaunchMarkTheWorkerEndsTheSpan) {
+TEST(GpuTiming, AFailedEndLeavesTheOpUntimedAndAnUntimedOpRecordsNothing) {
   FakeLane lane;
   lane.fail = true;
   QueuedOp op;

@@ -27,116 +27,142 @@ std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-constexpr std::int64_t kRenewNs = 1'000'000'000;  // a new anchor when the newest is older
 }  // namespace
 
 /// A device's event clock placed on the host's (ClockMap, device_clock.h):
-/// anchors are events recorded on an idle stream of their own and waited
-/// for (spinning), about once a second while the device's ops are traced.
-/// Events of one device compare with cudaEventElapsedTime whatever their
-/// streams, so every lane of the device shares its clock, and their spans
-/// order as the device ran them.
+/// anchors are events recorded on an idle stream of their own, about once
+/// a second while the device's ops are traced. Events of one device
+/// compare with cudaEventElapsedTime whatever their streams, so every lane
+/// of the device shares its clock, and their spans order as the device ran
+/// them.
+///
+/// A renewal records its anchor from a worker and spins for it at most
+/// kSpinNs (an idle stream runs it at once): the worker never waits for
+/// the device's queued work. An anchor that is not done by then stays
+/// pending; whichever traced op comes next polls it, and its reading (too
+/// wide by then) is not used, only its place on the device's clock.
 struct DeviceClock {
-  std::mutex m;
-  ClockMap map;                 // guarded by m
-  std::uint64_t valid_from = 0;  // anchors below lost their event to a newer one (m)
-  bool making = false;          // an anchor is being renewed, outside m (m)
-  std::int64_t last_try_ns = 0;  // of a renewal (m)
+  static constexpr std::int64_t kRenewNs = 1'000'000'000;  // a new anchor when the newest is older
+  static constexpr std::int64_t kSpinNs = 50'000;
+
+  std::mutex m;  // guards all below; CUDA calls on the anchors' events are made under it
+  ClockMap map;
+  std::uint64_t valid_from = 0;  // anchors below lost their event to a newer one
+  bool pending = false;          // anchor map.newest() + 1 is recorded, not yet seen done
+  std::int64_t pending_before = 0;
+  std::int64_t last_try_ns = 0;  // of a renewal
   cudaStream_t stream = nullptr;
   cudaEvent_t events[ClockMap::kKeep]{};  // anchor k's is events[k % kKeep]
 
-  /// Records anchor `k`'s event and waits for it (the caller is its only
-  /// maker); the host's clock before and after, and the device's time
-  /// since anchor k - 1 (k > 0).
-  bool make(std::uint64_t k, std::int64_t& before, std::int64_t& after, double& since_ns) {
-    cudaEvent_t e = events[k % ClockMap::kKeep];
-    before = steady_ns();
-    bool ok = cudaEventRecord(e, stream) == cudaSuccess && cudaEventSynchronize(e) == cudaSuccess;
-    after = steady_ns();
-    since_ns = 0;
-    if (ok && k > 0) {
-      float ms = 0;
-      ok = cudaEventElapsedTime(&ms, events[(k - 1) % ClockMap::kKeep], e) == cudaSuccess;
-      since_ns = static_cast<double>(ms) * 1e6;
+  cudaEvent_t event(std::uint64_t k) const { return events[k % ClockMap::kKeep]; }
+
+  /// The pending anchor is done (seen at `after`): on the map (m held).
+  void finish_pending(std::int64_t after) {
+    pending = false;
+    const std::uint64_t k = map.newest() + 1;
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, event(k - 1), event(k)) != cudaSuccess) {
+      cudaGetLastError();  // not the next launch's error; the next renewal tries again
+      return;
     }
-    if (!ok) cudaGetLastError();  // not the next launch's error
-    return ok;
+    map.add(static_cast<double>(ms) * 1e6, pending_before, after);
+  }
+
+  /// Polls the pending anchor (m held).
+  void poll_pending() {
+    if (!pending) return;
+    const cudaError_t r = cudaEventQuery(event(map.newest() + 1));
+    if (r == cudaSuccess) {
+      finish_pending(steady_ns());
+    } else if (r != cudaErrorNotReady) {
+      cudaGetLastError();
+      pending = false;
+    }
   }
 
   /// The anchor a traced op recorded now is timed against (a worker, its
-  /// device current); renews it when it is older than kRenewNs. False
-  /// when the device has no anchor.
-  bool current(std::uint64_t& k) {
+  /// device current), renewing it when it is older than kRenewNs.
+  std::uint64_t current() {
     std::unique_lock<std::mutex> lock(m);
-    if (map.empty()) return false;
+    poll_pending();
     const std::int64_t now = steady_ns();
-    k = map.newest();
-    if (making || now - map.newest_host_ns() < kRenewNs || now - last_try_ns < kRenewNs) return true;
-    making = true;
+    if (pending || now - map.newest_host_ns() < kRenewNs || now - last_try_ns < kRenewNs) return map.newest();
     last_try_ns = now;
-    const std::uint64_t next = k + 1;
+    const std::uint64_t next = map.newest() + 1;
     // Its event slot held anchor next - kKeep: no span may use that one now.
     if (next >= ClockMap::kKeep) valid_from = std::max(valid_from, next - ClockMap::kKeep + 1);
+    pending_before = steady_ns();
+    if (cudaEventRecord(event(next), stream) != cudaSuccess) {
+      cudaGetLastError();
+      return map.newest();
+    }
+    pending = true;
     lock.unlock();
-    std::int64_t before = 0, after = 0;
-    double since = 0;
-    const bool ok = make(next, before, after, since);
+    // Only this thread re-records the event, and not while it is pending.
+    const std::int64_t until = pending_before + kSpinNs;
+    bool done = false;
+    while (!done && steady_ns() < until) done = cudaEventQuery(event(next)) == cudaSuccess;
+    const std::int64_t after = steady_ns();
     lock.lock();
-    making = false;
-    if (ok) k = map.add(since, before, after);
-    return true;
+    if (done && pending && map.newest() + 1 == next) finish_pending(after);
+    return map.newest();
   }
 
-  /// Host times of the anchor-`k`-timed events `b` and `e` (complete).
-  bool place(std::uint64_t k, cudaEvent_t b, cudaEvent_t e, std::int64_t& start_ns, std::int64_t& end_ns) {
-    cudaEvent_t a = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(m);
-      if (map.empty() || k < valid_from || k > map.newest()) return false;
-      a = events[k % ClockMap::kKeep];
-    }
-    float ms0 = 0, ms1 = 0;
-    if (cudaEventElapsedTime(&ms0, a, b) != cudaSuccess || cudaEventElapsedTime(&ms1, a, e) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    // A renewal that took anchor k's event slot meanwhile makes what was
-    // read meaningless: it marks k invalid before recording there.
+  /// Host time of event `x` (complete) of an op recorded with anchor `k`
+  /// current.
+  bool place(std::uint64_t k, cudaEvent_t x, std::int64_t& host_ns) {
     std::lock_guard<std::mutex> lock(m);
     if (k < valid_from) return false;
-    return map.to_host(k, static_cast<double>(ms0) * 1e6, start_ns) &&
-           map.to_host(k, static_cast<double>(ms1) * 1e6, end_ns);
+    auto elapsed = [&](std::uint64_t j, double& ns) {
+      float ms = 0;
+      if (j < valid_from || cudaEventElapsedTime(&ms, event(j), x) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+      }
+      ns = static_cast<double>(ms) * 1e6;
+      return true;
+    };
+    return map.place(k, elapsed, host_ns);
   }
 };
 
 namespace {
 
-/// The clock of `device` (the calling thread's current device), with its
-/// first anchor made at first use; null when it cannot be made.
+/// The clock of `device`, with its first anchor made now; null when it
+/// cannot be made (tried again at the next lane's first traced op).
 DeviceClock* device_clock(int device) {
   static std::mutex m;
   static auto* clocks = new std::map<int, DeviceClock*>();  // never freed: lanes may outlive statics
   std::lock_guard<std::mutex> lock(m);
   auto it = clocks->find(device);
   if (it != clocks->end()) return it->second;
-  auto* c = new DeviceClock();
-  bool ok = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) == cudaSuccess;
-  for (auto& e : c->events) ok = ok && cudaEventCreate(&e) == cudaSuccess;
-  std::int64_t before = 0, after = 0;
-  double since = 0;
-  ok = ok && c->make(0, before, after, since);
+  auto c = std::make_unique<DeviceClock>();
+  bool ok = false;
+  try {
+    DeviceGuard on(device);
+    ok = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) == cudaSuccess;
+    for (auto& e : c->events) ok = ok && cudaEventCreate(&e) == cudaSuccess;
+    // The event keeps its last recording, and that one's reading is used:
+    // recorded again (twice at most) while the host's window is wide.
+    std::int64_t before = 0, after = 0;
+    for (int i = 0; ok && i < 3; ++i) {
+      before = steady_ns();
+      ok = cudaEventRecord(c->events[0], c->stream) == cudaSuccess && cudaEventSynchronize(c->events[0]) == cudaSuccess;
+      after = steady_ns();
+      if (after - before <= ClockMap::kMaxWindowNs / 4) break;
+    }
+    if (ok) c->map.add(0, before, after);
+  } catch (const std::exception&) {
+    ok = false;
+  }
   if (!ok) {
     cudaGetLastError();
     for (auto& e : c->events)
       if (e && cudaEventDestroy(e) != cudaSuccess) cudaGetLastError();
     if (c->stream && cudaStreamDestroy(c->stream) != cudaSuccess) cudaGetLastError();
-    delete c;
-    c = nullptr;  // remembered: not tried again
-  } else {
-    c->map.add(0, before, after);
+    return nullptr;
   }
-  return clocks->emplace(device, c).first->second;
+  return clocks->emplace(device, c.release()).first->second;
 }
 }  // namespace
 
@@ -217,23 +243,27 @@ Fault CudaLane::record_begin_impl(std::uint64_t seq) {
     anchor_of_.assign(kRing, 0);
     begin_.resize(kRing, nullptr);
     end_.resize(kRing, nullptr);
-    for (auto* ring : {&begin_, &end_})
-      for (auto& e : *ring) {
+    Fault f;
+    try {
+      DeviceGuard on(device_);  // the events must be the lane's device's, whatever a kernel left current
+      for (std::size_t i = 0; i < 2 * kRing && !f; ++i) {
         cudaEvent_t x = nullptr;
-        if (Fault f = fault(cudaEventCreate(&x), "cudaEventCreate (timing)", __LINE__)) {
-          for (auto* r : {&begin_, &end_}) {
-            for (auto& y : *r)
-              if (y && cudaEventDestroy(ev(y)) != cudaSuccess) cudaGetLastError();
-            r->clear();
-          }
-          return f;
-        }
-        e = x;
+        f = fault(cudaEventCreate(&x), "cudaEventCreate (timing)", __LINE__);
+        (i < kRing ? begin_[i] : end_[i - kRing]) = x;
       }
+    } catch (const std::exception& ex) {
+      f = {ex.what(), false};
+    }
+    if (f) {
+      for (auto* r : {&begin_, &end_}) {
+        for (auto& y : *r)
+          if (y && cudaEventDestroy(ev(y)) != cudaSuccess) cudaGetLastError();
+        r->clear();
+      }
+      return f;
+    }
   }
-  std::uint64_t k = 0;
-  if (!clock_->current(k)) return {"the device's clock has no anchor", false};
-  anchor_of_[seq % kRing] = k;
+  anchor_of_[seq % kRing] = clock_->current();
   return fault(cudaEventRecord(ev(begin_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
                "cudaEventRecord (before the op, timing)", __LINE__);
 }
@@ -248,7 +278,8 @@ Fault CudaLane::record_end(std::uint64_t seq) {
 
 bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) {
   if (begin_.empty() || !clock_) return false;
-  return clock_->place(anchor_of_[seq % kRing], ev(begin_[seq % kRing]), ev(end_[seq % kRing]), start_ns, end_ns);
+  const std::uint64_t k = anchor_of_[seq % kRing];
+  return clock_->place(k, ev(begin_[seq % kRing]), start_ns) && clock_->place(k, ev(end_[seq % kRing]), end_ns);
 }
 
 }  // namespace tide::backend::cuda_impl
