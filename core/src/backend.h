@@ -54,6 +54,17 @@ class DeviceGuard {
   int prev_ = -1;  // -1: nothing to restore
 };
 
+/// How a device's event clock follows the host's while tracing (see
+/// device_clock.h): anchors made, host readings used and ignored (too
+/// wide), and the distance between a reading and where the clock had put
+/// its anchor (the last, and the largest).
+struct ClockReport {
+  std::uint64_t anchors = 0, readings_used = 0, readings_ignored = 0;
+  double last_residual_ns = 0, max_residual_ns = 0;
+};
+/// False when `device` has no clock (nothing on it was traced yet).
+bool clock_report(int device, ClockReport& out);
+
 // --- Memory --------------------------------------------------------------
 
 /// A block of `device`'s memory for a storage (a distinct pointer even for

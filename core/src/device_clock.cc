@@ -26,12 +26,16 @@ std::uint64_t ClockMap::add(double since_previous_ns, std::int64_t before_ns, st
       have_reference_ = true;
       ref_device_ = p.device_ns;
       ref_host_ = reading;
-    } else if (p.device_ns - ref_device_ >= kSettleNs) {
+    } else if (p.device_ns - ref_device_ >= kRateBaselineNs) {
       const double r = (reading - ref_host_) / (p.device_ns - ref_device_);
       if (std::abs(r - 1.0) <= kMaxRateError) p.rate = r;
     }
     residual_ = reading - p.host_ns;
+    max_residual_ = std::max(max_residual_, std::abs(residual_));
     p.bend = std::clamp(residual_ / kSettleNs, -kMaxRateError, kMaxRateError);
+    ++used_;
+  } else {
+    ++ignored_;
   }
   points_.push_back(p);
   if (points_.size() > kKeep) {

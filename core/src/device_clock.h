@@ -37,7 +37,8 @@ namespace tide {
 class ClockMap {
  public:
   static constexpr std::size_t kKeep = 64;  // anchors kept
-  static constexpr double kSettleNs = 10e9;
+  static constexpr double kSettleNs = 2e9;
+  static constexpr double kRateBaselineNs = 1e9;  // the rate is measured once the run is this long
   static constexpr std::int64_t kMaxWindowNs = 200'000;
   static constexpr double kMaxRateError = 1e-3;  // a rate or a bend beyond 1000 ppm is not believed
   static constexpr double kMarginNs = 1000;  // beyond the device's rounding, when choosing an anchor
@@ -79,8 +80,14 @@ class ClockMap {
   std::uint64_t oldest() const { return first_; }
   /// The host time the newest anchor was placed at.
   std::int64_t newest_host_ns() const { return points_.empty() ? 0 : static_cast<std::int64_t>(points_.back().host_ns); }
-  /// The newest usable reading minus where the mapping put that anchor.
+  /// The newest usable reading minus where the mapping put that anchor,
+  /// and the largest such distance seen (how well the map follows the host).
   double last_residual_ns() const { return residual_; }
+  double max_residual_ns() const { return max_residual_; }
+  /// Anchors made, and readings used or ignored (too wide) among them.
+  std::uint64_t anchors() const { return points_.empty() ? 0 : newest() + 1; }
+  std::uint64_t readings_used() const { return used_; }
+  std::uint64_t readings_ignored() const { return ignored_; }
 
  private:
   struct Point {
@@ -95,7 +102,8 @@ class ClockMap {
   std::uint64_t first_ = 0;  // index of points_.front()
   bool have_reference_ = false;
   double ref_device_ = 0, ref_host_ = 0;  // the first usable reading, for the rate
-  double residual_ = 0;
+  double residual_ = 0, max_residual_ = 0;
+  std::uint64_t used_ = 0, ignored_ = 0;
 };
 
 }  // namespace tide

@@ -13,6 +13,8 @@
 #include <tide/core/engine.h>
 #include <tide/core/error.h>
 
+#include "backend.h"
+
 namespace tide {
 
 namespace {
@@ -71,6 +73,20 @@ void Engine::write_trace(const std::string& path, int pid, const std::string& pr
   };
   out << "{\"displayTimeUnit\":\"ns\",";
   if (!tide_json.empty()) out << "\"tide\":" << tide_json << ",";
+  // How each traced GPU's clock followed the host's (viewers ignore it).
+  std::string clocks;
+  for (const Device& d : devices())
+    if (backend::ClockReport r; d.is_cuda() && backend::clock_report(d.index, r)) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "%s{\"device\":\"cuda:%d\",\"anchors\":%llu,\"readings_used\":%llu,\"readings_ignored\":%llu,"
+                    "\"last_residual_ns\":%.0f,\"max_residual_ns\":%.0f}",
+                    clocks.empty() ? "" : ",", d.index, static_cast<unsigned long long>(r.anchors),
+                    static_cast<unsigned long long>(r.readings_used), static_cast<unsigned long long>(r.readings_ignored),
+                    r.last_residual_ns, r.max_residual_ns);
+      clocks += buf;
+    }
+  if (!clocks.empty()) out << "\"tide_gpu_clocks\":[" << clocks << "],";
   out << "\"traceEvents\":[";
   begin() << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << p << ",\"args\":{\"name\":\""
           << escaped(process_name.c_str()) << "\"}}";

@@ -60,9 +60,10 @@ struct World {
 constexpr double kS = 1e9;
 
 // Two hours of tracing with the device's clock 50 ppm off the host's, both
-// ways: every event lands within 10 us of when it ran. A chain without the
-// measured rate and the bend toward the readings is 50 us off after one
-// second; a single anchor, 360 ms after two hours.
+// ways: from the fifth second on, every event lands within 10 us of when it
+// ran (about 2 us once the rate is known: the readings' jitter). A chain
+// without the measured rate and the bend toward the readings is 50 us off
+// after one second; a single anchor, 360 ms after two hours.
 TEST(ClockMap, FollowsTheHostForHoursThroughDriftAndJitter) {
   for (double drift : {50e-6, -50e-6, 0.0}) {
     World w;
@@ -75,7 +76,7 @@ TEST(ClockMap, FollowsTheHostForHoursThroughDriftAndJitter) {
       const std::uint64_t k = w.anchor(t);
       for (int j = 0; j < 4; ++j) {
         const double te = t + within(w.rng);  // may run after the next anchor: still timed against k
-        if (i >= 60) worst = std::max(worst, std::abs(w.place(k, te) - te));
+        if (i >= 5) worst = std::max(worst, std::abs(w.place(k, te) - te));
       }
     }
     EXPECT_LT(worst, 10'000) << "drift " << drift << ": worst placement " << worst << " ns";
@@ -138,6 +139,15 @@ TEST(ClockMap, ADescheduledReadingIsNotUsed) {
     if (i >= 60) worst = std::max(worst, std::abs(w.place(k, t + 0.7 * kS) - (t + 0.7 * kS)));
   }
   EXPECT_LT(worst, 10'000) << worst << " ns";
+  // What the trace file reports of the clock.
+  EXPECT_EQ(w.map.anchors(), 200u);
+  EXPECT_EQ(w.map.readings_ignored(), 1u);
+  EXPECT_EQ(w.map.readings_used(), 199u);
+  // The largest is at the second anchor, before the rate is known: 20 us
+  // for a clock 20 ppm off.
+  EXPECT_LT(w.map.max_residual_ns(), 25'000);
+  EXPECT_GT(w.map.max_residual_ns(), 15'000);
+  EXPECT_LT(std::abs(w.map.last_residual_ns()), 10'000);
 }
 
 // After an idle hour (no anchor), the first events are placed within a

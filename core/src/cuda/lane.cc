@@ -130,12 +130,19 @@ namespace {
 
 /// The clock of `device`, with its first anchor made now; null when it
 /// cannot be made (tried again at the next lane's first traced op).
+struct Clocks {
+  std::mutex m;
+  std::map<int, DeviceClock*> by_device;
+};
+Clocks& clocks() {
+  static auto* c = new Clocks();  // never freed: lanes may outlive statics
+  return *c;
+}
+
 DeviceClock* device_clock(int device) {
-  static std::mutex m;
-  static auto* clocks = new std::map<int, DeviceClock*>();  // never freed: lanes may outlive statics
-  std::lock_guard<std::mutex> lock(m);
-  auto it = clocks->find(device);
-  if (it != clocks->end()) return it->second;
+  std::lock_guard<std::mutex> lock(clocks().m);
+  auto it = clocks().by_device.find(device);
+  if (it != clocks().by_device.end()) return it->second;
   auto c = std::make_unique<DeviceClock>();
   bool ok = false;
   try {
@@ -162,7 +169,7 @@ DeviceClock* device_clock(int device) {
     if (c->stream && cudaStreamDestroy(c->stream) != cudaSuccess) cudaGetLastError();
     return nullptr;
   }
-  return clocks->emplace(device, c.release()).first->second;
+  return clocks().by_device.emplace(device, c.release()).first->second;
 }
 }  // namespace
 
@@ -285,6 +292,23 @@ bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end
 }  // namespace tide::backend::cuda_impl
 
 namespace tide::backend {
+
+bool clock_report(int device, ClockReport& out) {
+  cuda_impl::DeviceClock* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cuda_impl::clocks().m);
+    auto it = cuda_impl::clocks().by_device.find(device);
+    if (it == cuda_impl::clocks().by_device.end()) return false;
+    c = it->second;
+  }
+  std::lock_guard<std::mutex> lock(c->m);
+  out.anchors = c->map.anchors();
+  out.readings_used = c->map.readings_used();
+  out.readings_ignored = c->map.readings_ignored();
+  out.last_residual_ns = c->map.last_residual_ns();
+  out.max_residual_ns = c->map.max_residual_ns();
+  return true;
+}
 
 std::unique_ptr<Lane> make_lane(int device, StreamKind kind) {
   return std::make_unique<cuda_impl::CudaLane>(device, kind);

@@ -21,6 +21,7 @@ bool built() { return false; }
 void range_push(const char*) noexcept {}
 void range_pop() noexcept {}
 int device_count() { return 0; }
+bool clock_report(int, ClockReport&) { return false; }
 std::string device_uuid(int device) { not_built(gpu(device)); }
 void set_device(int device) { not_built(gpu(device)); }
 
