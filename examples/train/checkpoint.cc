@@ -71,7 +71,12 @@ void write_checkpoint(const std::string& dir, const CheckpointState& s) {
   StFile st;
   for (std::size_t i = 0; i < s.tensors.size(); ++i) {
     StTensor t;
-    t.name = i < s.names.size() ? s.names[i] : "t" + std::to_string(i);
+    if (i < s.names.size()) {
+      t.name = s.names[i];
+    } else {
+      t.name = "t";  // appended, not "t" + string: GCC 12's -Wrestrict misfires on that
+      t.name += std::to_string(i);
+    }
     t.shape = i < s.shapes.size() ? s.shapes[i] : std::vector<std::int64_t>{static_cast<std::int64_t>(s.tensors[i].size())};
     t.values = s.tensors[i];
     st.tensors.push_back(std::move(t));
