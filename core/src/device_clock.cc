@@ -13,7 +13,8 @@ double ClockMap::map(const Point& p, double device_ns) const {
 
 std::uint64_t ClockMap::add(double since_previous_ns, std::int64_t before_ns, std::int64_t after_ns) {
   const bool usable = after_ns >= before_ns && after_ns - before_ns <= kMaxWindowNs;
-  const double reading = 0.5 * (static_cast<double>(before_ns) + static_cast<double>(after_ns));
+  if (points_.empty()) base_ = before_ns;
+  const double reading = 0.5 * (static_cast<double>(before_ns - base_) + static_cast<double>(after_ns - base_));
   Point p{0, reading, 1.0, 0.0};
   if (!points_.empty()) {
     const Point& last = points_.back();
@@ -51,7 +52,7 @@ bool ClockMap::to_host(std::uint64_t k, double offset_ns, std::int64_t& host_ns)
   const double d = points_[j].device_ns + offset_ns;
   while (j + 1 < points_.size() && points_[j + 1].device_ns <= d) ++j;
   while (j > 0 && points_[j].device_ns > d) --j;
-  host_ns = std::llround(map(points_[j], d));
+  host_ns = base_ + std::llround(map(points_[j], d));
   return true;
 }
 

@@ -29,6 +29,7 @@
 // nanosecond.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 
@@ -64,7 +65,10 @@ class ClockMap {
     if (points_.empty() || k < first_ || k > newest() || !elapsed(k, off)) return false;
     while (k < newest()) {
       const double link = points_[k + 1 - first_].device_ns - points_[k - first_].device_ns;
-      // Surely before the next anchor: rounding is 2^-24 of each interval.
+      // Surely before the next anchor (rounding is 2^-24 of each interval):
+      // not worth asking. Order does not rest on this, nor on `next < 0`
+      // below: an event placed from k + 1 with a small negative offset
+      // lands where it would from k.
       if (off < link - kMarginNs - (off + link) * 0x1p-23) break;
       double next = 0;
       if (!elapsed(k + 1, next) || next < 0) break;
@@ -79,7 +83,7 @@ class ClockMap {
   std::uint64_t newest() const { return first_ + points_.size() - 1; }
   std::uint64_t oldest() const { return first_; }
   /// The host time the newest anchor was placed at.
-  std::int64_t newest_host_ns() const { return points_.empty() ? 0 : static_cast<std::int64_t>(points_.back().host_ns); }
+  std::int64_t newest_host_ns() const { return points_.empty() ? 0 : base_ + std::llround(points_.back().host_ns); }
   /// The newest usable reading minus where the mapping put that anchor,
   /// and the largest such distance seen (how well the map follows the host).
   double last_residual_ns() const { return residual_; }
@@ -92,7 +96,7 @@ class ClockMap {
  private:
   struct Point {
     double device_ns;     // on the device's clock, from the first anchor
-    double host_ns;       // where the mapping puts it
+    double host_ns;       // where the mapping puts it, from base_ (whole nanoseconds stay exact)
     double rate;          // host ns per device ns after it
     double bend;          // extra host ns per device ns over its first kSettleNs
   };
@@ -100,6 +104,7 @@ class ClockMap {
 
   std::deque<Point> points_;
   std::uint64_t first_ = 0;  // index of points_.front()
+  std::int64_t base_ = 0;    // the host's clock at the first anchor: host times are kept from it
   bool have_reference_ = false;
   double ref_device_ = 0, ref_host_ = 0;  // the first usable reading, for the rate
   double residual_ = 0, max_residual_ = 0;

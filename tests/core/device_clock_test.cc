@@ -210,6 +210,35 @@ TEST(ClockMap, PlacesFromTheNewestAnchorBeforeTheEventKeepingOrderToTheNanosecon
   }
 }
 
+// A host up for a year (steady_clock counts from boot): whole nanoseconds
+// stay exact.
+TEST(ClockMap, KeepsWholeNanosecondsAfterAYearOfUptime) {
+  ClockMap m;
+  const std::int64_t year = 365LL * 24 * 3600 * 1'000'000'000;
+  for (int i = 0; i < 10; ++i) m.add(1e9, year + i * 1'000'000'000LL, year + i * 1'000'000'000LL);
+  std::int64_t h = 0;
+  ASSERT_TRUE(m.to_host(9, 251, h));
+  EXPECT_EQ(h, year + 9'000'000'251LL);
+  EXPECT_EQ(m.newest_host_ns(), year + 9'000'000'000LL);
+}
+
+// An event placed while the next anchor is not on the map yet (it ran
+// before that anchor: the device had not passed it) keeps its place once
+// the anchor is added, so it stays before every event placed after.
+TEST(ClockMap, AnEventPlacedBeforeAnAnchorIsAddedStaysBeforeIt) {
+  World w;
+  w.drift = 60e-6;
+  for (int i = 0; i < 30; ++i) w.anchor(kS + i * 0.8 * kS, i % 4 == 1 ? 150'000 : 0);
+  const std::uint64_t k = w.map.newest();
+  const double t_next = kS + 30 * 0.8 * kS;
+  const double a = t_next - 5;  // placed now, 5 ns before the coming anchor
+  const double pa = w.place_best(k, a);
+  w.anchor(t_next, 190'000);
+  EXPECT_EQ(w.place_best(k, a), pa) << "the map moved under an event already placed";
+  EXPECT_LE(pa, w.place_best(k + 1, t_next));
+  EXPECT_LE(pa, w.place_best(k, t_next + 3));
+}
+
 TEST(ClockMap, KeepsTheLast64Anchors) {
   ClockMap m;
   std::int64_t h = 0;

@@ -36,30 +36,41 @@ std::int64_t steady_ns() {
 /// of the device shares its clock, and their spans order as the device ran
 /// them.
 ///
-/// A renewal records its anchor from a worker and spins for it at most
-/// kSpinNs (an idle stream runs it at once): the worker never waits for
-/// the device's queued work. An anchor that is not done by then stays
-/// pending; whichever traced op comes next polls it, and its reading (too
-/// wide by then) is not used, only its place on the device's clock.
+/// An anchor is recorded by a worker, which spins for it at most kSpinNs,
+/// 200 us (an idle stream runs it at once), and never waits for the device's
+/// queued work: an anchor not done by then stays pending, and every later
+/// call polls it. Its reading is then too wide to be used, but its place on
+/// the device's clock is. Placing an event polls first, so an anchor the
+/// device has passed is on the map before any event after it is placed.
+/// The first anchor is used only with a usable reading (a pending one is
+/// recorded again); ops traced before it exists keep their launch times.
 struct DeviceClock {
   static constexpr std::int64_t kRenewNs = 1'000'000'000;  // a new anchor when the newest is older
-  static constexpr std::int64_t kSpinNs = 50'000;
+  static constexpr std::int64_t kFirstRetryNs = 10'000'000;
+  static constexpr std::int64_t kSpinNs = ClockMap::kMaxWindowNs;  // no longer: the reading could not be used
 
-  std::mutex m;  // guards all below; CUDA calls on the anchors' events are made under it
+  std::mutex m;  // guards all below; the CUDA calls on the anchors' events are made under it
   ClockMap map;
   std::uint64_t valid_from = 0;  // anchors below lost their event to a newer one
-  bool pending = false;          // anchor map.newest() + 1 is recorded, not yet seen done
+  bool pending = false;          // anchor `next()` is recorded, not yet seen done
+  std::uint64_t generation = 0;  // of recordings, so a late spinner finishes only its own
   std::int64_t pending_before = 0;
-  std::int64_t last_try_ns = 0;  // of a renewal
+  std::int64_t last_try_ns = 0;  // of a recording
   cudaStream_t stream = nullptr;
   cudaEvent_t events[ClockMap::kKeep]{};  // anchor k's is events[k % kKeep]
 
   cudaEvent_t event(std::uint64_t k) const { return events[k % ClockMap::kKeep]; }
+  std::uint64_t next() const { return map.empty() ? 0 : map.newest() + 1; }
 
-  /// The pending anchor is done (seen at `after`): on the map (m held).
+  /// The pending anchor was seen done at `after`: on the map (m held). The
+  /// first anchor needs a usable reading.
   void finish_pending(std::int64_t after) {
     pending = false;
-    const std::uint64_t k = map.newest() + 1;
+    const std::uint64_t k = next();
+    if (k == 0) {
+      if (after - pending_before <= ClockMap::kMaxWindowNs) map.add(0, pending_before, after);
+      return;
+    }
     float ms = 0;
     if (cudaEventElapsedTime(&ms, event(k - 1), event(k)) != cudaSuccess) {
       cudaGetLastError();  // not the next launch's error; the next renewal tries again
@@ -71,7 +82,7 @@ struct DeviceClock {
   /// Polls the pending anchor (m held).
   void poll_pending() {
     if (!pending) return;
-    const cudaError_t r = cudaEventQuery(event(map.newest() + 1));
+    const cudaError_t r = cudaEventQuery(event(next()));
     if (r == cudaSuccess) {
       finish_pending(steady_ns());
     } else if (r != cudaErrorNotReady) {
@@ -80,56 +91,73 @@ struct DeviceClock {
     }
   }
 
-  /// The anchor a traced op recorded now is timed against (a worker, its
-  /// device current), renewing it when it is older than kRenewNs.
-  std::uint64_t current() {
+  /// The anchor a traced op recorded now is timed against, renewing it
+  /// when it is older than kRenewNs (a worker); false while the device has
+  /// none yet.
+  bool current(std::uint64_t& k) {
     std::unique_lock<std::mutex> lock(m);
     poll_pending();
     const std::int64_t now = steady_ns();
-    if (pending || now - map.newest_host_ns() < kRenewNs || now - last_try_ns < kRenewNs) return map.newest();
-    last_try_ns = now;
-    const std::uint64_t next = map.newest() + 1;
-    // Its event slot held anchor next - kKeep: no span may use that one now.
-    if (next >= ClockMap::kKeep) valid_from = std::max(valid_from, next - ClockMap::kKeep + 1);
-    pending_before = steady_ns();
-    if (cudaEventRecord(event(next), stream) != cudaSuccess) {
-      cudaGetLastError();
-      return map.newest();
+    const std::int64_t wait = map.empty() ? kFirstRetryNs : kRenewNs;
+    if (!pending && (map.empty() || now - map.newest_host_ns() >= kRenewNs) && now - last_try_ns >= wait) {
+      last_try_ns = now;
+      const std::uint64_t n = next();
+      // Its event slot held anchor n - kKeep: no span may use that one now.
+      if (n >= ClockMap::kKeep) valid_from = std::max(valid_from, n - ClockMap::kKeep + 1);
+      pending_before = steady_ns();
+      if (cudaEventRecord(event(n), stream) == cudaSuccess) {
+        pending = true;
+        const std::uint64_t mine = ++generation;
+        lock.unlock();
+        bool done = false;
+        for (;;) {
+          const cudaError_t r = cudaEventQuery(event(n));
+          if (r == cudaSuccess) {
+            done = true;
+            break;
+          }
+          if (r != cudaErrorNotReady) {
+            cudaGetLastError();  // not the next launch's error; the poll drops the anchor
+            break;
+          }
+          if (steady_ns() - pending_before >= kSpinNs) break;
+        }
+        const std::int64_t after = steady_ns();
+        lock.lock();
+        if (done && pending && generation == mine) finish_pending(after);
+      } else {
+        cudaGetLastError();
+      }
     }
-    pending = true;
-    lock.unlock();
-    // Only this thread re-records the event, and not while it is pending.
-    const std::int64_t until = pending_before + kSpinNs;
-    bool done = false;
-    while (!done && steady_ns() < until) done = cudaEventQuery(event(next)) == cudaSuccess;
-    const std::int64_t after = steady_ns();
-    lock.lock();
-    if (done && pending && map.newest() + 1 == next) finish_pending(after);
-    return map.newest();
+    if (map.empty()) return false;
+    k = map.newest();
+    return true;
   }
 
-  /// Host time of event `x` (complete) of an op recorded with anchor `k`
-  /// current.
-  bool place(std::uint64_t k, cudaEvent_t x, std::int64_t& host_ns) {
+  /// Host times of events `b` and `e` (complete) of an op recorded with
+  /// anchor `k` current.
+  bool place(std::uint64_t k, cudaEvent_t b, cudaEvent_t e, std::int64_t& start_ns, std::int64_t& end_ns) {
     std::lock_guard<std::mutex> lock(m);
+    poll_pending();  // an anchor the device has passed goes on the map before any later event is placed
     if (k < valid_from) return false;
-    auto elapsed = [&](std::uint64_t j, double& ns) {
-      float ms = 0;
-      if (j < valid_from || cudaEventElapsedTime(&ms, event(j), x) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-      }
-      ns = static_cast<double>(ms) * 1e6;
-      return true;
+    auto at = [&](cudaEvent_t x, std::int64_t& host_ns) {
+      auto elapsed = [&](std::uint64_t j, double& ns) {
+        float ms = 0;
+        if (j < valid_from || cudaEventElapsedTime(&ms, event(j), x) != cudaSuccess) {
+          cudaGetLastError();
+          return false;
+        }
+        ns = static_cast<double>(ms) * 1e6;
+        return true;
+      };
+      return map.place(k, elapsed, host_ns);
     };
-    return map.place(k, elapsed, host_ns);
+    return at(b, start_ns) && at(e, end_ns);
   }
 };
 
 namespace {
 
-/// The clock of `device`, with its first anchor made now; null when it
-/// cannot be made (tried again at the next lane's first traced op).
 struct Clocks {
   std::mutex m;
   std::map<int, DeviceClock*> by_device;
@@ -139,6 +167,9 @@ Clocks& clocks() {
   return *c;
 }
 
+/// The clock of `device` (its stream and events; its first anchor comes
+/// with the first traced op); null when they cannot be made (tried again
+/// at the next lane's first traced op). Waits for nothing on the device.
 DeviceClock* device_clock(int device) {
   std::lock_guard<std::mutex> lock(clocks().m);
   auto it = clocks().by_device.find(device);
@@ -149,16 +180,6 @@ DeviceClock* device_clock(int device) {
     DeviceGuard on(device);
     ok = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) == cudaSuccess;
     for (auto& e : c->events) ok = ok && cudaEventCreate(&e) == cudaSuccess;
-    // The event keeps its last recording, and that one's reading is used:
-    // recorded again (twice at most) while the host's window is wide.
-    std::int64_t before = 0, after = 0;
-    for (int i = 0; ok && i < 3; ++i) {
-      before = steady_ns();
-      ok = cudaEventRecord(c->events[0], c->stream) == cudaSuccess && cudaEventSynchronize(c->events[0]) == cudaSuccess;
-      after = steady_ns();
-      if (after - before <= ClockMap::kMaxWindowNs / 4) break;
-    }
-    if (ok) c->map.add(0, before, after);
   } catch (const std::exception&) {
     ok = false;
   }
@@ -270,7 +291,9 @@ Fault CudaLane::record_begin_impl(std::uint64_t seq) {
       return f;
     }
   }
-  anchor_of_[seq % kRing] = clock_->current();
+  std::uint64_t k = 0;
+  if (!clock_->current(k)) return {"the device's clock has no anchor yet", false};
+  anchor_of_[seq % kRing] = k;
   return fault(cudaEventRecord(ev(begin_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
                "cudaEventRecord (before the op, timing)", __LINE__);
 }
@@ -285,8 +308,7 @@ Fault CudaLane::record_end(std::uint64_t seq) {
 
 bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) {
   if (begin_.empty() || !clock_) return false;
-  const std::uint64_t k = anchor_of_[seq % kRing];
-  return clock_->place(k, ev(begin_[seq % kRing]), start_ns) && clock_->place(k, ev(end_[seq % kRing]), end_ns);
+  return clock_->place(anchor_of_[seq % kRing], ev(begin_[seq % kRing]), ev(end_[seq % kRing]), start_ns, end_ns);
 }
 
 }  // namespace tide::backend::cuda_impl
