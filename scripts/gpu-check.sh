@@ -9,7 +9,8 @@
 #                                      # 64 MiB, the files alone are more)
 #   scripts/gpu-check.sh run [DIR]     # there: GPU tests, async_basics,
 #                                      # bench_launch and the trainer on
-#                                      # cuda:0, the PyTorch peers; JSON,
+#                                      # cuda:0 (also traced), the PyTorch
+#                                      # peers; JSON,
 #                                      # logs and gpu_summary.json in DIR
 #
 # DIR defaults to $OUT (the device machine's folder that comes back: then
@@ -117,6 +118,10 @@ PY
     --json "$out/train_cuda.json" >"$out/train_cuda.txt" 2>&1 || status=1
   timeout 240 python3 "$bundle/torch_train_mlp.py" --device cuda:0 --steps 600 --json "$out/torch_train_mlp.json" \
     >"$out/torch_train_mlp.txt" 2>&1 || status=1
+  # The trainer traced on cuda:0: its GPU spans on the device's clock, which
+  # gpu_summary checks (no two spans of a stream overlap; the clock report).
+  tide "$bundle/bin/train_data_parallel" --device cuda --max-steps 200 --trace "$out/trace_cuda" --progress lines \
+    --json "$out/train_cuda_traced.json" >"$out/train_cuda_traced.txt" 2>&1 || status=1
   python3 "$bundle/gpu_summary.py" "$out" || status=1
   if [ "$out" != "$dest" ]; then
     tar -C "$out" -czf "$dest/gpu-results.tgz" .

@@ -5,6 +5,7 @@ target. Writes gpu_summary.json in the results folder; exits 1 when a test
 failed or skipped unexpectedly, a result is missing, or a target is missed.
 
 Usage: gpu_summary.py RESULTS_DIR
+       gpu_summary.py --check-trace TRACE_FILE   (the GPU spans of one trace)
 """
 import json
 import math
@@ -18,7 +19,49 @@ EXPECTED_SKIPS = {
 }
 
 
+def gpu_trace(path):
+    """What a trace file shows of its GPU streams: spans per track, whether
+    any two of one stream overlap (a stream runs one op at a time, so an
+    overlap is a misplaced span), their durations, and how each GPU's clock
+    followed the host's (tide_gpu_clocks)."""
+    with open(path) as f:
+        d = json.load(f)
+    names = {}
+    for e in d["traceEvents"]:
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+    tracks = {}
+    for e in d["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") == "op":
+            name = names.get((e["pid"], e["tid"]), "")
+            if name.startswith("cuda:"):
+                tracks.setdefault(name, []).append((e["ts"], e["ts"] + e["dur"]))
+    overlaps, spans, durations = 0, 0, []
+    for spans_of in tracks.values():
+        spans_of.sort()
+        spans += len(spans_of)
+        for (s0, e0), (s1, _) in zip(spans_of, spans_of[1:]):
+            if s1 < e0 - 1e-3:  # the file's microseconds have three decimals
+                overlaps += 1
+        durations += [e - s for s, e in spans_of]
+    durations.sort()
+    clocks = d.get("tide_gpu_clocks", [])
+    result = {
+        "gpu_spans": spans,
+        "tracks": sorted(tracks),
+        "overlapping_spans": overlaps,
+        "median_span_us": durations[len(durations) // 2] if durations else None,
+        "clocks": clocks,
+    }
+    result["ok"] = spans > 0 and overlaps == 0 and bool(clocks) and all(c["readings_used"] > 0 for c in clocks)
+    return result
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--check-trace":
+        r = gpu_trace(sys.argv[2])
+        print(json.dumps(r, indent=2))
+        return 0 if r["ok"] else 1
     out = sys.argv[1]
     status = 0
     s = {}
@@ -85,6 +128,7 @@ def main():
     entry("matmul_done_s", matmul)
     entry("launch_throughput_vs_bare", launch)
     entry("train_samples_per_s", train)
+    entry("gpu_trace", lambda: gpu_trace(os.path.join(out, "trace_cuda", "trace.rank0.json")))
     for v in s.values():
         if isinstance(v, dict) and (v.get("ok") is False or v.get("met") is False):
             status = 1
