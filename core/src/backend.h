@@ -60,6 +60,7 @@ class DeviceGuard {
 /// its anchor (the last, and the largest).
 struct ClockReport {
   std::uint64_t anchors = 0, readings_used = 0, readings_ignored = 0;
+  std::uint64_t link_failures = 0;  // renewals dropped for want of their interval (the clock then ages)
   double last_residual_ns = 0, max_residual_ns = 0;
 };
 /// False when `device` has no clock (nothing on it was traced yet).

@@ -77,13 +77,13 @@ void Engine::write_trace(const std::string& path, int pid, const std::string& pr
   std::string clocks;
   for (const Device& d : devices())
     if (backend::ClockReport r; d.is_cuda() && backend::clock_report(d.index, r)) {
-      char buf[256];
+      char buf[1024];  // fits the largest values
       std::snprintf(buf, sizeof buf,
                     "%s{\"device\":\"cuda:%d\",\"anchors\":%llu,\"readings_used\":%llu,\"readings_ignored\":%llu,"
-                    "\"last_residual_ns\":%.0f,\"max_residual_ns\":%.0f}",
+                    "\"link_failures\":%llu,\"last_residual_ns\":%.0f,\"max_residual_ns\":%.0f}",
                     clocks.empty() ? "" : ",", d.index, static_cast<unsigned long long>(r.anchors),
                     static_cast<unsigned long long>(r.readings_used), static_cast<unsigned long long>(r.readings_ignored),
-                    r.last_residual_ns, r.max_residual_ns);
+                    static_cast<unsigned long long>(r.link_failures), r.last_residual_ns, r.max_residual_ns);
       clocks += buf;
     }
   if (!clocks.empty()) out << "\"tide_gpu_clocks\":[" << clocks << "],";

@@ -42,12 +42,18 @@ std::int64_t steady_ns() {
 /// call polls it. Its reading is then too wide to be used, but its place on
 /// the device's clock is. Placing an event polls first, so an anchor the
 /// device has passed is on the map before any event after it is placed.
-/// The first anchor is used only with a usable reading (a pending one is
-/// recorded again); ops traced before it exists keep their launch times.
+/// The first anchor is used only with a usable reading (it is recorded
+/// again 10 ms later, and taken whatever its reading at the tenth try);
+/// ops traced before it exists keep their launch times.
 struct DeviceClock {
   static constexpr std::int64_t kRenewNs = 1'000'000'000;  // a new anchor when the newest is older
   static constexpr std::int64_t kFirstRetryNs = 10'000'000;
-  static constexpr std::int64_t kSpinNs = ClockMap::kMaxWindowNs;  // no longer: the reading could not be used
+  // No longer than a usable reading's window (less the reads around it).
+  static constexpr std::int64_t kSpinNs = ClockMap::kMaxWindowNs - 20'000;
+  // A first anchor refused this many times for its wide reading (a device
+  // whose queues are all busy) is taken anyway; later readings bend the
+  // map back toward the host.
+  static constexpr int kFirstTries = 10;
 
   std::mutex m;  // guards all below; the CUDA calls on the anchors' events are made under it
   ClockMap map;
@@ -56,6 +62,8 @@ struct DeviceClock {
   std::uint64_t generation = 0;  // of recordings, so a late spinner finishes only its own
   std::int64_t pending_before = 0;
   std::int64_t last_try_ns = 0;  // of a recording
+  int first_refused = 0;         // first anchors refused for their reading
+  std::uint64_t link_failures = 0;  // anchors dropped: their interval to the previous one was not given
   cudaStream_t stream = nullptr;
   cudaEvent_t events[ClockMap::kKeep]{};  // anchor k's is events[k % kKeep]
 
@@ -68,12 +76,14 @@ struct DeviceClock {
     pending = false;
     const std::uint64_t k = next();
     if (k == 0) {
-      if (after - pending_before <= ClockMap::kMaxWindowNs) map.add(0, pending_before, after);
+      if (after - pending_before <= ClockMap::kMaxWindowNs || ++first_refused >= kFirstTries)
+        map.add(0, pending_before, after);
       return;
     }
     float ms = 0;
     if (cudaEventElapsedTime(&ms, event(k - 1), event(k)) != cudaSuccess) {
       cudaGetLastError();  // not the next launch's error; the next renewal tries again
+      ++link_failures;
       return;
     }
     map.add(static_cast<double>(ms) * 1e6, pending_before, after);
@@ -329,6 +339,7 @@ bool clock_report(int device, ClockReport& out) {
   out.readings_ignored = c->map.readings_ignored();
   out.last_residual_ns = c->map.last_residual_ns();
   out.max_residual_ns = c->map.max_residual_ns();
+  out.link_failures = c->link_failures;
   return true;
 }
 
