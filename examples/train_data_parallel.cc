@@ -98,17 +98,16 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
 }
 
 /// --device: "cpu", "cuda" (this rank's GPU, Runtime::device()) or "auto"
-/// (the GPU when every rank has one of its own and NCCL is built, else the
-/// CPU). The ranks decide together (a small all-reduce), since their
+/// (the GPU when every rank has one, shared or its own, and NCCL is built,
+/// else the CPU). The ranks decide together (a small all-reduce), since their
 /// collectives must pair up. Sets `why` when the GPU cannot be used.
 tide::Device pick_device(tide::Runtime& rt, const std::string& mode, std::string& why) {
   if (mode == "cpu") return tide::cpu(0);
   if (!rt.device().is_cuda()) why = "no GPU in this engine";
   else if (!tide::Communicator::nccl_built()) why = "this build has no NCCL";
-  else if (rt.gpu_shared()) why = "ranks share a GPU (TIDE_SHARE_GPUS=1), and NCCL needs one GPU per rank";
   tide::Tensor ok = tide::from_vector(std::vector<std::int32_t>{why.empty() ? 1 : 0});
   rt.world().all_reduce_(ok, tide::ReduceOp::min);
-  if (ok.item<std::int32_t>() == 0 && why.empty()) why = "another rank cannot use a GPU of its own";
+  if (ok.item<std::int32_t>() == 0 && why.empty()) why = "another rank cannot use a GPU";
   if (why.empty()) return rt.device();
   if (mode == "cuda") throw tide::DeviceError("--device cuda: " + why);
   return tide::cpu(0);
@@ -175,7 +174,8 @@ int main(int argc, char** argv) {
                  "queued bytes, bucket communication and the part hidden under backward");
   app.add_option("--json", json, "write the results as JSON here (rank 0)");
   app.add_option("--device", device,
-                 "cpu, cuda (this rank's GPU: local rank % GPUs) or auto (the GPU when each rank of the node has one)")
+                 "cpu, cuda (this rank's GPU: local rank % GPUs) or auto (the GPU when every rank has one, its own or "
+                 "shared, and NCCL is built; else the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   if (const int status = tide::examples::parse_command_line(app, argc, argv, rt->rank() == 0); status >= 0)
@@ -218,7 +218,8 @@ int main(int argc, char** argv) {
     rt->log(wrap_lines("tide train_data_parallel: " + std::to_string(rt->size()) +
                            (rt->size() == 1 ? " rank, " : " ranks, ") + tide::engine_kind_name(rt->engine().kind()) +
                            " engine, model on " + (c.device.is_cuda() ? "the GPU (cuda:local rank)" : "cpu:0") +
-                           (why_cpu.empty() || device == "cpu" ? "" : " (" + why_cpu + ")") + "; " +
+                           (why_cpu.empty() || device == "cpu" ? "" : " (" + why_cpu + ")") +
+                           (c.device.is_cuda() && rt->gpu_shared() ? " (" + rt->gpu_sharing_note() + ")" : "") + "; " +
                            data.description,
                        wrap_width));
     Progress progress;

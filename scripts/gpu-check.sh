@@ -1,136 +1,157 @@
 #!/usr/bin/env bash
-# GPU tests and benchmarks for a machine with a GPU but no MPI, GoogleTest
-# or OpenBLAS (the lent H200). Two steps:
+# The GPU check, in one go on a machine with a GPU, from a copy of the
+# working tree: build there, then every test, the multi-rank NCCL tests,
+# compute-sanitizer over the GPU tests, the GPU benchmarks beside PyTorch,
+# and the trainer on one rank, traced, and on 2 ranks.
 #
-#   scripts/gpu-check.sh bundle        # here: build with CUDA (sm_90) and
-#                                      # gather binaries + their libraries in
-#                                      # gpu-bundle/payload.tar.xz (git-ignored;
-#                                      # carry gpu-bundle: the carry limit is
-#                                      # 64 MiB, the files alone are more)
-#   scripts/gpu-check.sh run [DIR]     # there: GPU tests, async_basics,
-#                                      # bench_launch and the trainer on
-#                                      # cuda:0 (also traced), the PyTorch
-#                                      # peers; JSON,
-#                                      # logs and gpu_summary.json in DIR
+#   scripts/gpu-check.sh [DIR]
 #
-# DIR defaults to $OUT (the device machine's folder that comes back: then
-# one gpu-results.tgz plus gpu_summary.json) or docs/results/gpu.
-set -euo pipefail
+# Needs CMake, a C++20 compiler, CUDA (nvcc, NCCL), Open MPI, GoogleTest,
+# CLI11 and OpenBLAS installed (scripts/setup.sh on Debian); PyTorch and
+# pybind11 from pip when present (the Python module and the PyTorch peers;
+# without them those parts are left out and say so). Results go to DIR
+# (default: $OUT when set, else build-gpu/results), packed as
+# gpu-results.tgz beside gpu_summary.json, summary.txt and run.log, so that
+# at most 8 files come back. About 5 minutes on 16 cores and one H200.
+# Exits non-zero when a test fails; missed speed targets are only reported.
+set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bundle=$root/gpu-bundle
-cmd=${1:-}
+dest=${1:-${OUT:-$root/build-gpu/results}}
+build=$root/build-gpu
+res=$(mktemp -d)/gpu
+mkdir -p "$dest" "$res"
+jobs=$(nproc)
+log=$dest/run.log
+: >"$log"
+say() { echo "gpu-check: $*" | tee -a "$log"; }
+# Pack whatever exists, also when a step hangs or the script is stopped.
+pack() {
+  [ -f "$res/gpu_summary.json" ] && cp "$res/gpu_summary.json" "$dest/"
+  [ -f "$res/summary.txt" ] && cp "$res/summary.txt" "$dest/"
+  tar -C "$res" -czf "$dest/gpu-results.tgz" . 2>/dev/null
+}
+trap pack EXIT
+# The whole check ends by TIDE_GPU_CHECK_SECONDS (default 540): a step gets
+# at most what is left, and one with under 15 s left is not started.
+deadline=$((SECONDS + ${TIDE_GPU_CHECK_SECONDS:-540}))
+# step NAME SECONDS COMMAND...: output to NAME.txt, status recorded.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$((deadline - SECONDS))
+  if [ "$left" -lt 15 ]; then
+    echo "$name not-run 0" >>"$res/steps.txt"
+    say "$name: not run (the check's time is up)"
+    return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  local t0=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" >"$res/$name.txt" 2>&1
+  local rc=$?
+  echo "$name $rc $((SECONDS - t0))" >>"$res/steps.txt"
+  say "$name: status $rc in $((SECONDS - t0)) s"
+  return $rc
+}
+if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 
-case "$cmd" in
-bundle)
-  "$root/scripts/setup.sh"
-  TIDE_BUILD_DIR="$root/build-gpu" "$root/scripts/build.sh" -DCMAKE_CUDA_ARCHITECTURES=90
-  if ! grep -Eq "^CMAKE_CUDA_COMPILER:(FILEPATH|STRING)=/" "$root/build-gpu/CMakeCache.txt"; then
-    echo "gpu-check: no CUDA compiler found; the bundle would have no GPU code" >&2
-    exit 1
-  fi
-  rm -rf "$bundle"
-  mkdir -p "$bundle/bin" "$bundle/lib"
-  for exe in tests/tide_core_tests tests/tide_ops_tests tests/tide_comm_tests tests/tide_train_tests examples/async_basics examples/bench_launch \
-    examples/train_data_parallel; do
-    cp "$root/build-gpu/$exe" "$bundle/bin/"
-    strip "$bundle/bin/$(basename "$exe")"
-  done
-  # Libraries the GPU machine lacks: everything but glibc, the CUDA driver and
-  # the CUDA toolkit's own (found there under /usr/local/cuda, or in PyTorch's
-  # wheels: NCCL alone is over 200 MB).
-  for exe in "$bundle"/bin/*; do
-    ldd "$exe" | awk '/=> \//{print $3}'
-  done | sort -u | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libcuda.so*|libcudart*|libcublas*|libnccl*) ;;
-      *) cp -L "$lib" "$bundle/lib/" ;;
-    esac
-  done
-  cp "$root/examples/peers/torch_async_basics.py" "$root/examples/peers/torch_train_mlp.py" \
-    "$root/scripts/gpu_summary.py" "$bundle/"
-  { git -C "$root" rev-parse HEAD; git -C "$root" status --porcelain --untracked-files=no | grep -q . && echo dirty || true; } \
-    >"$bundle/commit.txt"
-  grep -qx '/gpu-bundle/' "$root/.git/info/exclude" 2>/dev/null || echo '/gpu-bundle/' >>"$root/.git/info/exclude"
-  tar -C "$bundle" -cf - bin lib torch_async_basics.py torch_train_mlp.py gpu_summary.py commit.txt |
-    xz -T0 -6 >"$bundle/payload.tar.xz"
-  rm -rf "$bundle/bin" "$bundle/lib" "$bundle"/*.py "$bundle/commit.txt"
-  du -sh "$bundle"
-  echo "carry gpu-bundle, then run: scripts/gpu-check.sh run"
-  ;;
-run)
-  # Results go to DIR (default docs/results/gpu). On the device machine
-  # ($OUT set, at most 8 files come back) they are written to a scratch
-  # folder and packed as $OUT/gpu-results.tgz, with gpu_summary.json beside.
-  if [ -n "${2:-}" ]; then dest=$2; elif [ -n "${OUT:-}" ]; then dest=$OUT; else dest=$root/docs/results/gpu; fi
-  mkdir -p "$dest"
-  out=$dest
-  if [ -n "${OUT:-}" ] && [ "$dest" = "$OUT" ]; then out=$(mktemp -d)/gpu; mkdir -p "$out"; fi
-  if [ ! -x "$bundle/bin/tide_core_tests" ] && [ -f "$bundle/payload.tar.xz" ]; then
-    xz -dc "$bundle/payload.tar.xz" | tar -C "$bundle" -xf -
-  fi
-  [ -x "$bundle/bin/tide_core_tests" ] || { echo "gpu-check: no $bundle; make it with 'scripts/gpu-check.sh bundle'" >&2; exit 1; }
-  cp "$bundle/commit.txt" "$out/bundle_commit.txt" 2>/dev/null || true
-  # Libraries for tide's binaries only (PyTorch keeps its own): the bundle's,
-  # then the toolkit's, then those of PyTorch's nvidia wheels (NCCL, cuBLAS).
-  pip_libs=$(python3 - <<'PY' 2>"$out/pip_libs.err" || true
-import glob, os, site
-dirs = set()
-for s in site.getsitepackages():
-    for f in glob.glob(os.path.join(s, "nvidia", "*", "lib", "lib*.so*")):
-        dirs.add(os.path.dirname(f))
-print(":".join(sorted(dirs)))
-PY
-)
-  libs=$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${pip_libs:+:$pip_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  tide() { env LD_LIBRARY_PATH="$libs" timeout 240 "$@"; }
-  # One process, one GPU: NCCL's bootstrap needs no network, and the GPU
-  # machine may have none but loopback. Its warnings go to the logs.
-  export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu_machine.txt" 2>&1 || true
-  # Before anything runs: every library of every binary must resolve.
-  for exe in "$bundle"/bin/*; do
-    echo "== $(basename "$exe")"
-    env LD_LIBRARY_PATH="$libs" ldd -r "$exe" 2>&1 | grep -E "not found|undefined symbol|libnccl|libcublas|libcudart|libstdc" || true
-  done >"$out/preflight.txt"
-  if grep -Eq "not found|undefined symbol" "$out/preflight.txt"; then
-    echo "gpu-check: libraries do not resolve on this machine (see preflight.txt):" >&2
-    grep -E "^==|not found|undefined symbol" "$out/preflight.txt" >&2
-  fi
-  status=0
-  # GPU tests: every test with a GPU in its name, on the async and naive engines.
-  tide "$bundle/bin/tide_core_tests" --gtest_filter='*Cuda*:*gpus*' --gtest_output="json:$out/gpu_core_tests.json" \
-    >"$out/gpu_core_tests.log" 2>&1 || status=1
-  tide "$bundle/bin/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' --gtest_output="json:$out/gpu_ops_tests.json" \
-    >"$out/gpu_ops_tests.log" 2>&1 || status=1
-  # NCCL collectives and the reducer on cuda:0, in a one-rank world (no mpirun).
-  tide "$bundle/bin/tide_comm_tests" --gtest_filter='Nccl*' --gtest_output="json:$out/gpu_comm_tests.json" \
-    >"$out/gpu_comm_tests.log" 2>&1 || status=1
-  tide "$bundle/bin/tide_train_tests" --gtest_filter='*Gpu*' --gtest_output="json:$out/gpu_train_tests.json" \
-    >"$out/gpu_train_tests.log" 2>&1 || status=1
-  tail -n 3 "$out/gpu_core_tests.log" "$out/gpu_ops_tests.log" "$out/gpu_comm_tests.log" "$out/gpu_train_tests.log" || true
-  # Benchmarks, side by side: tide and PyTorch on the same GPU.
-  tide "$bundle/bin/async_basics" --device cuda:0 --json "$out/async_basics_cuda.json" >"$out/async_basics_cuda.txt" 2>&1 || status=1
-  timeout 240 python3 "$bundle/torch_async_basics.py" --device cuda:0 --json "$out/torch_async_basics.json" \
-    >"$out/torch_async_basics.txt" 2>&1 || status=1
-  tide "$bundle/bin/bench_launch" --device cuda:0 --json "$out/bench_launch.json" >"$out/bench_launch.txt" 2>&1 || status=1
-  # The training example on cuda:0 (one rank) and the same MLP in PyTorch.
-  tide "$bundle/bin/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
-    --json "$out/train_cuda.json" >"$out/train_cuda.txt" 2>&1 || status=1
-  timeout 240 python3 "$bundle/torch_train_mlp.py" --device cuda:0 --steps 600 --json "$out/torch_train_mlp.json" \
-    >"$out/torch_train_mlp.txt" 2>&1 || status=1
-  # The trainer traced on cuda:0: its GPU spans on the device's clock, which
-  # gpu_summary checks (no two spans of a stream overlap; the clock report).
-  tide "$bundle/bin/train_data_parallel" --device cuda --max-steps 200 --trace "$out/trace_cuda" --progress lines \
-    --json "$out/train_cuda_traced.json" >"$out/train_cuda_traced.txt" 2>&1 || status=1
-  python3 "$bundle/gpu_summary.py" "$out" || status=1
-  if [ "$out" != "$dest" ]; then
-    tar -C "$out" -czf "$dest/gpu-results.tgz" .
-    cp "$out/gpu_summary.json" "$dest/" 2>/dev/null || true
-  fi
-  exit $status
-  ;;
-*)
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
-  exit 2
-  ;;
-esac
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  git -C "$root" rev-parse HEAD 2>/dev/null || echo "no git"
+  git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo "with uncommitted changes"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv 2>&1
+  . /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"
+  echo "cores $(nproc)"; g++ --version | head -1; cmake --version | head -1; nvcc --version | tail -1
+  mpirun --version 2>&1 | head -1
+  dpkg-query -W -f '${Package} ${Version}\n' 'libnccl*' 2>/dev/null
+  python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version())" 2>&1 | tail -1
+  ip -brief address 2>/dev/null
+} >"$res/machine.txt" 2>&1
+cat "$res/machine.txt" >>"$log"
+
+# ---- build ------------------------------------------------------------------
+py_args=()
+if pybind_dir=$(python3 -m pybind11 --cmakedir 2>/dev/null); then
+  py_args=(-Dpybind11_DIR="$pybind_dir" -DPython3_EXECUTABLE="$(command -v python3)")
+else
+  py_args=(-DTIDE_BUILD_PYTHON=OFF)
+  say "no pybind11 for $(command -v python3): the Python module is left out"
+fi
+step configure 120 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  "${py_args[@]}" || exit 1
+step build 300 cmake --build "$build" -j "$jobs" || exit 1
+grep -E "warning:" "$res/build.txt" >"$res/build_warnings.txt" || true
+say "$(wc -l <"$res/build_warnings.txt") compiler warning line(s)"
+if ! grep -Eq "^CMAKE_CUDA_COMPILER:(FILEPATH|STRING)=/" "$build/CMakeCache.txt"; then
+  say "no CUDA compiler found: the build has no GPU code"; exit 1
+fi
+
+status=0
+# ---- NCCL between ranks sharing the GPU: can its sockets connect? -----------
+# The defaults first; if the 2-rank NCCL tests fail with them, the rest runs
+# with NCCL on the loopback interface, and the summary says so.
+if ! step nccl_preflight 120 ctest --test-dir "$build" -R '^comm[.]nccl[.]np2$' --output-on-failure; then
+  export NCCL_SOCKET_IFNAME=lo
+  echo "NCCL_SOCKET_IFNAME=lo (the defaults failed: nccl_preflight.txt)" >>"$res/environment.txt"
+  step nccl_preflight_lo 120 ctest --test-dir "$build" -R '^comm[.]nccl[.]np2$' --output-on-failure || status=1
+fi
+
+# ---- the multi-rank GPU tests (ctest label gpu), alone on the machine --------
+step ctest_gpu 240 ctest --test-dir "$build" -L gpu -j 4 --output-on-failure --output-junit "$res/ctest_gpu_junit.xml" ||
+  status=1
+
+# ---- single-rank GPU tests per binary, counted (gtest JSON) -----------------
+t=$build/tests
+step gpu_core_tests 120 "$t/core/tide_core_tests" --gtest_filter='*Cuda*:*gpus*' --gtest_output="json:$res/gpu_core_tests.json" || status=1
+step gpu_ops_tests 120 "$t/ops/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' --gtest_output="json:$res/gpu_ops_tests.json" || status=1
+step gpu_comm_tests 120 "$t/comm/tide_comm_tests" --gtest_filter='Nccl*' --gtest_output="json:$res/gpu_comm_tests.json" || status=1
+step gpu_train_tests 180 "$t/train/tide_train_tests" --gtest_filter='*Gpu*' --gtest_output="json:$res/gpu_train_tests.json" || status=1
+# The same on 2 ranks sharing the GPU, a JSON per rank.
+per_rank='exec "$0" "$@" --gtest_output="json:$OUTBASE.rank$OMPI_COMM_WORLD_RANK.json"'
+OUTBASE=$res/gpu_comm_tests_np2 step gpu_comm_tests_np2 180 mpirun --oversubscribe -np 2 -x OUTBASE \
+  sh -c "$per_rank" "$t/comm/tide_comm_tests" --gtest_filter='Nccl*' || status=1
+OUTBASE=$res/gpu_train_tests_np2 step gpu_train_tests_np2 240 mpirun --oversubscribe -np 2 -x OUTBASE \
+  sh -c "$per_rank" "$t/train/tide_train_tests" --gtest_filter='*Gpu*' || status=1
+
+# ---- benchmarks beside PyTorch on the same GPU -------------------------------
+ex=$build/examples
+have_torch=0
+python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
+step async_basics_cuda 180 "$ex/async_basics" --device cuda:0 --json "$res/async_basics_cuda.json"
+step bench_launch 180 "$ex/bench_launch" --device cuda:0 --json "$res/bench_launch.json"
+step train_cuda 180 "$ex/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
+  --json "$res/train_cuda.json" || status=1
+step train_cuda_traced 180 "$ex/train_data_parallel" --device cuda --max-steps 200 --trace "$res/trace_cuda" \
+  --progress lines --json "$res/train_cuda_traced.json" || status=1
+# Two ranks on the one GPU, as scripts/run.sh starts them (defaults).
+step train_cuda_np2 240 "$root/launch/tiderun" --local -np 2 "$ex/train_data_parallel" --max-steps 600 --no-trace \
+  --progress lines --json "$res/train_cuda_np2.json" || status=1
+if [ "$have_torch" -eq 1 ]; then
+  step torch_async_basics 180 python3 "$root/examples/peers/torch_async_basics.py" --device cuda:0 \
+    --json "$res/torch_async_basics.json"
+  step torch_train_mlp 180 python3 "$root/examples/peers/torch_train_mlp.py" --device cuda:0 --steps 600 \
+    --json "$res/torch_train_mlp.json"
+  step torch_ddp_cuda_np2 240 python3 "$root/examples/peers/torch_ddp_mlp.py" --device cuda --ranks 2 --steps 600 \
+    --json "$res/torch_ddp_cuda_np2.json"
+else
+  say "no PyTorch with CUDA: the PyTorch peers are left out"
+fi
+
+# ---- every test (the cluster tests need network namespaces: left out) -------
+step ctest 360 ctest --test-dir "$build" -LE cluster -j "$jobs" --output-on-failure \
+  --output-junit "$res/ctest_junit.xml" || status=1
+
+# ---- compute-sanitizer ------------------------------------------------------
+if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  step memcheck_ops 120 "$cs" --tool memcheck --error-exitcode 9 "$t/ops/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' || status=1
+  step memcheck_core 90 "$cs" --tool memcheck --error-exitcode 9 "$t/core/tide_core_tests" --gtest_filter='*Cuda*:*gpus*' || status=1
+  step racecheck_ops 90 "$cs" --tool racecheck --error-exitcode 9 "$t/ops/tide_ops_tests" --gtest_filter='CudaNn*:CudaElementwise*' || status=1
+else
+  say "no compute-sanitizer"
+fi
+
+python3 "$root/scripts/gpu_summary.py" "$res" >"$res/gpu_summary.txt" 2>&1 || status=1
+say "done: status $status"
+cp "$log" "$res/run.log"
+exit $status

@@ -7,10 +7,12 @@ failed or skipped unexpectedly, a result is missing, or a target is missed.
 Usage: gpu_summary.py RESULTS_DIR
        gpu_summary.py --check-trace TRACE_FILE   (the GPU spans of one trace)
 """
+import glob
 import json
 import math
 import os
 import sys
+import xml.etree.ElementTree as ET
 
 # Tests that skip on a one-GPU machine by design.
 EXPECTED_SKIPS = {
@@ -55,6 +57,23 @@ def gpu_trace(path):
     }
     result["ok"] = spans > 0 and overlaps == 0 and bool(clocks) and all(c["readings_used"] > 0 for c in clocks)
     return result
+
+
+def ctest_junit(path):
+    """Counts of a ctest --output-junit file, and the names that failed."""
+    root = ET.parse(path).getroot()
+    passed, failed, skipped = [], [], []
+    for case in root.iter("testcase"):
+        name = case.get("name")
+        status = case.get("status", "")
+        if case.find("failure") is not None or status == "fail":
+            failed.append(name)
+        elif case.find("skipped") is not None or status in ("notrun", "disabled"):
+            skipped.append(name)
+        else:
+            passed.append(name)
+    return {"passed": len(passed), "failed": failed, "skipped": skipped, "ok": not failed,
+            "passed_names": passed}
 
 
 def main():
@@ -105,6 +124,25 @@ def main():
 
     for name in ("gpu_core_tests.json", "gpu_ops_tests.json", "gpu_comm_tests.json", "gpu_train_tests.json"):
         entry(name[:-5], lambda name=name: tests(name))
+    # The same binaries on 2 ranks sharing the GPU: one JSON per rank.
+    for base in ("gpu_comm_tests_np2", "gpu_train_tests_np2"):
+        for f in sorted(glob.glob(os.path.join(out, base + ".rank*.json"))):
+            entry(os.path.basename(f)[:-5], lambda f=f: tests(os.path.basename(f)))
+    for name in ("ctest_gpu_junit.xml", "ctest_junit.xml"):
+        if os.path.exists(os.path.join(out, name)):
+            entry(name[:-4], lambda name=name: ctest_junit(os.path.join(out, name)))
+
+    def np2_train():
+        a = load("train_cuda_np2.json")
+        r = {"tide_samples_per_s": a["result"]["samples_per_s"], "tide_step_ms": a["result"]["step_ms"],
+             "tide_test_accuracy": a["result"]["test_accuracy"], "tide_device": a["config"]["device"],
+             "tide_comm_ms_per_step": a["result"]["comm_ms_per_step"]}
+        if os.path.exists(os.path.join(out, "torch_ddp_cuda_np2.json")):
+            b = load("torch_ddp_cuda_np2.json")
+            r.update({"ddp_samples_per_s": b["result"]["samples_per_s"],
+                      "ddp_test_accuracy": b["result"]["test_accuracy"],
+                      "ratio": a["result"]["samples_per_s"] / b["result"]["samples_per_s"]})
+        return r
 
     def tiny_ops():
         t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
@@ -128,12 +166,28 @@ def main():
     entry("matmul_done_s", matmul)
     entry("launch_throughput_vs_bare", launch)
     entry("train_samples_per_s", train)
+    entry("train_2_ranks_one_gpu", np2_train)
     entry("gpu_trace", lambda: gpu_trace(os.path.join(out, "trace_cuda", "trace.rank0.json")))
     for v in s.values():
         if isinstance(v, dict) and (v.get("ok") is False or v.get("met") is False):
             status = 1
     with open(os.path.join(out, "gpu_summary.json"), "w") as f:
         json.dump(s, f, indent=2)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        for key, v in s.items():
+            if not isinstance(v, dict):
+                continue
+            if "passed" in v:
+                extra = f", failed {v['failed']}" if v.get("failed") else ""
+                if v.get("skipped"):
+                    extra += f", skipped {len(v['skipped'])}"
+                if v.get("unexpected_skips"):
+                    extra += f", unexpected skips {v['unexpected_skips']}"
+                f.write(f"{key}: {v['passed']} passed{extra}\n")
+            elif "error" in v:
+                f.write(f"{key}: missing ({v['error']})\n")
+            else:
+                f.write(f"{key}: " + ", ".join(f"{k} {v[k]}" for k in v if k not in ("clocks", "tracks")) + "\n")
     print(json.dumps(s, indent=2))
     return status
 

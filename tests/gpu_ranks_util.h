@@ -19,7 +19,6 @@ inline std::string nccl_unusable_here() {
   if (cuda_device_count() == 0) return "no CUDA device here";
   if (!Communicator::nccl_built()) return "tide was built without NCCL";
   if (!rt().device().is_cuda()) return "the runtime gave this rank " + rt().device().str();
-  if (rt().gpu_shared()) return "ranks share a GPU (TIDE_SHARE_GPUS=1): NCCL needs one per rank";
   return "";
 }
 

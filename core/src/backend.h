@@ -36,6 +36,9 @@ bool built();
 int device_count();
 /// `device`'s UUID as 32 hex digits (device in [0, device_count())).
 std::string device_uuid(int device);
+/// Why processes other than the first cannot use `device` (its compute mode
+/// is exclusive-process or prohibited), or "" when they can.
+std::string device_unshareable(int device);
 /// Makes `device` the calling thread's current GPU (throws tide::Error).
 void set_device(int device);
 

@@ -27,6 +27,12 @@ std::string cuda_device_uuid(int device) {
   return backend::device_uuid(device);
 }
 
+std::string cuda_device_unshareable(int device) {
+  if (device < 0 || device >= cuda_device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
+  return backend::device_unshareable(device);
+}
+
 Device Device::parse(std::string_view text) {
   DeviceKind kind;
   std::string_view rest;

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The training example's MLP under PyTorch DistributedDataParallel on the CPU
-(gloo), the peer tide's data-parallel trainer is compared with on several ranks.
+(gloo), the peer tide's data-parallel trainer is compared with on several ranks;
+--device cuda puts each rank on GPU (rank % GPUs) with NCCL, and ranks that
+share a GPU each get their own NCCL_HOSTID, as tide's Runtime gives them.
 
 --ranks processes on this machine, each --threads threads (default 1), each
 with --batch rows per step (the global batch is ranks x batch, as in tide's
@@ -29,25 +31,34 @@ def worker(rank, a, port, queue):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch.set_num_threads(a.threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=a.ranks)
+    dev = torch.device("cpu")
+    if a.device == "cuda":
+        gpus = torch.cuda.device_count()
+        dev = torch.device("cuda", rank % gpus)
+        torch.cuda.set_device(dev)
+        if a.ranks > gpus:  # NCCL refuses two ranks on one GPU of one host
+            os.environ["NCCL_HOSTID"] = f"{socket.gethostname()}:ddp-slot{rank // gpus}"
+    backend = "nccl" if a.device == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=a.ranks)
     torch.manual_seed(a.seed)  # the same initial model on every rank
     # tide's generated task, the same rows bit for bit (examples/python/generated_task.py).
     (xtr, ytr), (xte, yte) = make_generated(a.train_rows, 4096, a.features, a.classes, a.data_seed)
-    rows, labels = torch.from_numpy(xtr), torch.from_numpy(ytr).long()
+    rows, labels = torch.from_numpy(xtr).to(dev), torch.from_numpy(ytr).long().to(dev)
     widths = [a.features] + [int(h) for h in a.hidden.split(",")] + [a.classes]
     layers = []
     for i in range(len(widths) - 1):
         layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
         if i + 2 < len(widths):
             layers.append(torch.nn.ReLU())
-    model = DDP(torch.nn.Sequential(*layers), bucket_cap_mb=a.bucket_mb)
+    net = torch.nn.Sequential(*layers).to(dev)
+    model = DDP(net, device_ids=[dev.index] if dev.type == "cuda" else None, bucket_cap_mb=a.bucket_mb)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     loss_fn = torch.nn.CrossEntropyLoss()
-    order = torch.randperm(a.train_rows)
+    order = torch.randperm(a.train_rows).to(dev)
     per_rank = a.train_rows // a.ranks
     mine = order[rank * per_rank:(rank + 1) * per_rank]
     steps_per_epoch = per_rank // a.batch
-    loss_sum = torch.zeros(())
+    loss_sum = torch.zeros((), device=dev)
     losses = []
     t_warm = None
     for step in range(a.steps):
@@ -69,8 +80,8 @@ def worker(rank, a, port, queue):
     elapsed = time.perf_counter() - t_warm
     if rank == 0:
         with torch.no_grad():
-            predicted = model(torch.from_numpy(xte)).argmax(1)
-        accuracy = (predicted == torch.from_numpy(yte).long()).float().mean().item()
+            predicted = model(torch.from_numpy(xte).to(dev)).argmax(1)
+        accuracy = (predicted == torch.from_numpy(yte).long().to(dev)).float().mean().item()
         queue.put({"elapsed": elapsed, "losses": losses, "torch": torch.__version__, "accuracy": accuracy})
     dist.destroy_process_group()
 
@@ -78,6 +89,7 @@ def worker(rank, a, port, queue):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cpu (gloo) or cuda (NCCL)")
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank")
     p.add_argument("--hidden", default="512,512", help="hidden widths, comma separated")
     p.add_argument("--features", type=int, default=64)
@@ -119,11 +131,11 @@ def main():
         "machine": {"host": platform.node(), "python": platform.python_version(), "torch": out["torch"],
                     "cores": os.cpu_count()},
         "config": {"ranks": a.ranks, "threads": a.threads, "hidden": a.hidden, "batch_per_rank": a.batch,
-                   "steps": a.steps, "bucket_mb": a.bucket_mb, "backend": "gloo"},
+                   "steps": a.steps, "bucket_mb": a.bucket_mb, "device": a.device, "backend": "nccl" if a.device == "cuda" else "gloo"},
         "result": {"samples_per_s": sps, "step_ms": 1e3 * out["elapsed"] / timed, "losses": out["losses"],
                    "test_accuracy": out["accuracy"]},
     }
-    print(f"torch DDP (gloo) {a.ranks} ranks: {sps:.0f} samples/s, {res['result']['step_ms']:.3f} ms per step, "
+    print(f"torch DDP ({res['config']['backend']}) {a.ranks} ranks: {sps:.0f} samples/s, {res['result']['step_ms']:.3f} ms per step, "
           f"last loss {out['losses'][-1] if out['losses'] else float('nan'):.4f}, "
           f"held-out accuracy {100 * out['accuracy']:.1f}%")
     if a.json:

@@ -1,6 +1,7 @@
 #include <tide/launch/runtime.h>
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include <tide/comm/mpi_check.h>
+#include <tide/launch/gpu_sharing.h>
 
 namespace tide {
 
@@ -62,31 +64,57 @@ std::atomic<int> g_world_rank{-1};
   abort_job(g_world_rank.load(), why);
 }
 
-/// With the node's communicator (every rank of the node calls it): whether
-/// another rank of the node would use this rank's GPU; throws DeviceError
-/// when one would and sharing is not allowed.
-bool gpu_shared_on_node(MPI_Comm node, int local_rank, int local_size, const RuntimeOptions& options) {
+/// With the node's communicator (every rank of the node calls it): how the
+/// ranks of the node share its GPUs (GpuSharing). Throws DeviceError when
+/// two ranks would share a GPU and that cannot work: sharing was turned off
+/// (TIDE_SHARE_GPUS=0), or the GPU's compute mode lets one process at most.
+GpuSharing gpu_sharing_on_node(MPI_Comm node, int local_rank, int local_size, const RuntimeOptions& options) {
   // Every rank of the node takes part, with or without GPUs of its own.
   const int count = cuda_device_count();
   const int gpus = options.engine.cuda_devices < 0 ? count : std::min(count, options.engine.cuda_devices);
   constexpr int kLen = 32;
-  std::string mine(kLen, '-');
+  std::string mine;
   if (gpus > 0) mine = cuda_device_uuid(local_rank % gpus);
   mine.resize(kLen, '-');
   std::string all(static_cast<std::size_t>(kLen) * static_cast<std::size_t>(local_size), '\0');
   TIDE_MPI_CHECK(MPI_Allgather(mine.data(), kLen, MPI_CHAR, all.data(), kLen, MPI_CHAR, node));
-  if (gpus == 0) return false;
-  int sharing = 0;
-  for (int r = 0; r < local_size; ++r)
-    if (r != local_rank && all.compare(static_cast<std::size_t>(r) * kLen, kLen, mine) == 0) ++sharing;
-  if (sharing > 0 && !options.share_gpus)
-    throw DeviceError(std::to_string(local_size) + " ranks on this node, " + std::to_string(gpus) +
-                      " GPU(s): node-local rank " + std::to_string(local_rank) + " would share cuda:" +
-                      std::to_string(local_rank % gpus) + " with " + std::to_string(sharing) +
-                      " other rank(s), and NCCL needs a GPU per rank. Start at most one rank per GPU, set "
-                      "TIDE_SHARE_GPUS=1 to share them anyway (GPU tensors then cannot be reduced), or "
-                      "TIDE_CUDA_DEVICES=0 to use the CPU only");
-  return sharing > 0;
+  std::vector<std::string> uuids;
+  const std::string none(kLen, '-');
+  for (int r = 0; r < local_size; ++r) {
+    std::string u = all.substr(static_cast<std::size_t>(r) * kLen, kLen);
+    uuids.push_back(u == none ? std::string() : u);
+  }
+  const GpuSharing sharing = GpuSharing::of(uuids, local_rank);
+  if (!sharing.shared()) return sharing;
+  const std::string gpu = "cuda:" + std::to_string(local_rank % gpus);
+  const std::string what = std::to_string(local_size) + " ranks on this node, " + std::to_string(gpus) +
+                           " GPU(s): node-local rank " + std::to_string(local_rank) + " would share " + gpu +
+                           " with " + std::to_string(sharing.ranks_on_my_gpu - 1) + " other rank(s)";
+  if (!options.share_gpus)
+    throw DeviceError(what + ", and TIDE_SHARE_GPUS=0 forbids it. Start at most one rank per GPU, leave "
+                             "TIDE_SHARE_GPUS unset (ranks then share GPUs, and NCCL joins them through its "
+                             "network transport), or set TIDE_CUDA_DEVICES=0 to use the CPU only");
+  if (const std::string why = cuda_device_unshareable(local_rank % gpus); !why.empty())
+    throw DeviceError(what + ", but " + why + ". Start at most one rank per GPU, change the compute mode "
+                             "(nvidia-smi -c DEFAULT), or set TIDE_CUDA_DEVICES=0 to use the CPU only");
+  return sharing;
+}
+
+/// Ranks of a node that share GPUs: each gets its slot's NCCL host identity
+/// (see GpuSharing), from the job's NCCL_HOSTID or the host's name, before
+/// anything in the process has started NCCL.
+std::string give_nccl_host_identity(const GpuSharing& sharing) {
+  std::string base;
+  if (const char* v = env("NCCL_HOSTID")) {
+    base = v;
+  } else {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "host");
+    base = host;
+  }
+  const std::string id = sharing.nccl_host_id(base);
+  ::setenv("NCCL_HOSTID", id.c_str(), 1);
+  return id;
 }
 
 /// A variable holding a whole number, or 0.
@@ -162,8 +190,9 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
     TIDE_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_->rank(), MPI_INFO_NULL, &node));
     MPI_Comm_rank(node, &local_rank_);
     MPI_Comm_size(node, &local_size_);
-    gpu_shared_ = gpu_shared_on_node(node, local_rank_, local_size_, options);
+    gpu_sharing_ = gpu_sharing_on_node(node, local_rank_, local_size_, options);
     MPI_Comm_free(&node);
+    if (gpu_sharing_.node_shares()) nccl_host_id_ = give_nccl_host_identity(gpu_sharing_);
     int announced = launcher_local_rank();
     if (announced >= 0 && announced != local_rank_)
       std::fprintf(stderr,
@@ -205,6 +234,13 @@ void Runtime::finish_init(const RuntimeOptions& options) {
       break;
     }
   }
+}
+
+std::string Runtime::gpu_sharing_note() const {
+  if (!gpu_sharing_.shared()) return "";
+  return std::to_string(gpu_sharing_.ranks_on_my_gpu) + " ranks share " + device_.str() +
+         " (more ranks than GPUs on this node); each has its own NCCL host identity (NCCL_HOSTID=" + nccl_host_id_ +
+         "), so NCCL joins them through its network transport";
 }
 
 void Runtime::start_trace(const std::string& dir) {

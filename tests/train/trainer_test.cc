@@ -223,6 +223,31 @@ TEST(Trainer, OnTheGpuMatchesTheCpu) {
   EXPECT_EQ(resumed.params, on_gpu.params) << "bit for bit on one GPU";
 }
 
+// Data parallelism on the GPUs (NCCL all-reduces the gradient buckets)
+// computes the same step as one rank with the global batch on its GPU: the
+// CPU path's check, on the GPU, f64 so that summation order stays far below
+// the tolerance.
+TEST(Trainer, DataParallelOnTheGpuMatchesOneRankWithTheGlobalBatch) {
+  if (world().size() < 2) GTEST_SKIP() << "needs at least 2 ranks";
+  TIDE_REQUIRE_NCCL_ON_EVERY_RANK();
+  TrainConfig c = small_config();
+  c.dtype = DType::f64;
+  c.max_steps = 12;
+  c.bucket_mb = 0.004;  // several buckets
+  c.device = rt().device();
+  auto one_rank = Communicator::local();
+  TrainConfig global = c;
+  global.batch = c.batch * world().size();
+  TrainResult reference = run_training(*one_rank, task(), global);
+  TrainResult parallel = run_training(world(), task(), c);
+  EXPECT_LT(max_rel_diff(reference.params, parallel.params), 1e-9) << parallel.buckets;
+  EXPECT_NEAR(reference.last_loss, parallel.last_loss, 1e-9);
+  TrainConfig frozen = global;
+  frozen.lr = 0;
+  TrainResult start = run_training(*one_rank, task(), frozen);
+  EXPECT_GT(max_rel_diff(start.params, reference.params), 1e-3);
+}
+
 /// The message of the runtime_error `f` throws ("no error" when none).
 template <typename F>
 std::string error_of(F&& f) {

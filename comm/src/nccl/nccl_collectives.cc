@@ -368,8 +368,9 @@ void push_on_gpu(const std::shared_ptr<Communicator::Impl>& impl, const std::sha
 
 void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
                             const Tensor& in, const Tensor& out, Loc loc) {
-  const auto& comms = comms_for(impl, in.engine(), {in.device().index}, loc);
-  push_on_gpu(impl, comms[0], c, in, out, loc);
+  const std::vector<int> devices{in.device().index};
+  const std::shared_ptr<NcclComm> nc = comms_for(impl, in.engine(), devices, loc)[0];
+  push_on_gpu(impl, nc, c, in, out, loc);
 }
 
 void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,

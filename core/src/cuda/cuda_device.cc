@@ -43,6 +43,19 @@ std::string device_uuid(int device) {
   return id;
 }
 
+std::string device_unshareable(int device) {
+  int mode = cudaComputeModeDefault;
+  if (cudaError_t e = cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device); e != cudaSuccess) {
+    cudaGetLastError();
+    throw DeviceError("cuda:" + std::to_string(device) + ": cudaDeviceGetAttribute(compute mode) failed: " +
+                      cudaGetErrorString(e));
+  }
+  if (mode == cudaComputeModeExclusiveProcess)
+    return "its compute mode is exclusive-process (nvidia-smi -c), so only one process at a time may use it";
+  if (mode == cudaComputeModeProhibited) return "its compute mode is prohibited (nvidia-smi -c): no process may use it";
+  return "";
+}
+
 void set_device(int device) { TIDE_CUDA_CHECK(cudaSetDevice(device)); }
 
 DeviceGuard::DeviceGuard(int device) {

@@ -23,6 +23,7 @@ void range_pop() noexcept {}
 int device_count() { return 0; }
 bool clock_report(int, ClockReport&) { return false; }
 std::string device_uuid(int device) { not_built(gpu(device)); }
+std::string device_unshareable(int device) { not_built(gpu(device)); }
 void set_device(int device) { not_built(gpu(device)); }
 
 DeviceGuard::DeviceGuard(int device) { not_built(gpu(device)); }

@@ -43,6 +43,10 @@ bool cuda_built();
 /// same text in every process, whatever CUDA_VISIBLE_DEVICES numbers it
 /// (throws tide::DeviceError for a device this process does not have).
 std::string cuda_device_uuid(int device);
+/// Why several processes cannot share cuda:`device` (its compute mode is
+/// exclusive-process or prohibited), or "" when they can (throws
+/// tide::DeviceError for a device this process does not have).
+std::string cuda_device_unshareable(int device);
 /// Makes cuda:`device` the calling thread's current CUDA device (throws
 /// tide::DeviceError without it).
 void use_cuda_device(int device);

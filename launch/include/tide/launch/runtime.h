@@ -20,6 +20,7 @@
 #include <string>
 
 #include <tide/comm/communicator.h>
+#include <tide/launch/gpu_sharing.h>
 #include <tide/core/engine.h>
 
 namespace tide {
@@ -31,10 +32,12 @@ struct RuntimeOptions {
   /// TIDE_LOG_ALL_RANKS=1 sets it.
   bool log_all_ranks = false;
   /// Let ranks of a node share a GPU when there are more ranks than GPUs
-  /// (TIDE_SHARE_GPUS=1). Off, init refuses such a job with a clear error:
-  /// NCCL needs one GPU per rank. Shared, collectives of GPU tensors are
-  /// not possible; the trainer's --device auto then uses the CPU.
-  bool share_gpus = false;
+  /// (the default; TIDE_SHARE_GPUS=0 turns it off, and init then refuses
+  /// such a job with a clear error). Ranks that share a GPU still run NCCL
+  /// collectives: init gives each its own NCCL host identity (see
+  /// GpuSharing), so NCCL joins them through its network transport. A GPU
+  /// whose compute mode admits one process is never shared.
+  bool share_gpus = true;
   /// Record the timeline and write it, when the Runtime ends, to
   /// `<trace_dir>/trace.rank<R>.json` (Chrome trace-event JSON; see
   /// Engine::write_trace). TIDE_TRACE=DIR or --tide-trace=DIR sets it; the
@@ -83,7 +86,15 @@ class Runtime {
   /// Whether another rank of this node has the same physical GPU (by UUID,
   /// so ranks that CUDA_VISIBLE_DEVICES gives one GPU each do not count as
   /// sharing cuda:0). Possible only with share_gpus.
-  bool gpu_shared() const { return gpu_shared_; }
+  bool gpu_shared() const { return gpu_sharing_.shared(); }
+  /// How the ranks of this node share its GPUs.
+  const GpuSharing& gpu_sharing() const { return gpu_sharing_; }
+  /// The NCCL_HOSTID init set for this rank because ranks of its node share
+  /// GPUs ("" when it set none).
+  const std::string& nccl_host_id() const { return nccl_host_id_; }
+  /// One line on how this rank's GPU is shared ("" when it is not): how
+  /// many ranks use it and how NCCL joins them.
+  std::string gpu_sharing_note() const;
 
   /// A minibatch (see SyncPolicy); blocks at the in-flight-steps gate.
   /// First pushes a desync check of the world (Communicator::check_sync):
@@ -132,7 +143,8 @@ class Runtime {
   int local_rank_ = 0;
   int local_size_ = 1;
   Device device_ = cpu(0);
-  bool gpu_shared_ = false;
+  GpuSharing gpu_sharing_;
+  std::string nccl_host_id_;
   std::shared_ptr<Communicator> world_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<EngineScope> scope_;
