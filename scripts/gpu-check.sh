@@ -77,13 +77,12 @@ else
   py_args=(-DTIDE_BUILD_PYTHON=OFF)
   say "no pybind11 for $(command -v python3): the Python module is left out"
 fi
-configure() {
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "$@"
-}
-if ! step configure 120 configure "${py_args[@]}"; then
+configure=(cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90)
+if ! step configure 120 "${configure[@]}" "${py_args[@]}"; then
   say "configure with the Python module failed (configure.txt): again without it"
   mv "$res/configure.txt" "$res/configure_python.txt"
-  step configure 120 configure -DTIDE_BUILD_PYTHON=OFF || exit 1
+  rm -rf "$build"
+  step configure 120 "${configure[@]}" -DTIDE_BUILD_PYTHON=OFF || exit 1
 fi
 step build 300 cmake --build "$build" -j "$jobs" || exit 1
 grep -E "warning:" "$res/build.txt" >"$res/build_warnings.txt" || true
