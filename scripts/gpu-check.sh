@@ -72,7 +72,8 @@ cat "$res/machine.txt" >>"$log"
 # ---- build ------------------------------------------------------------------
 py_args=()
 if pybind_dir=$(python3 -m pybind11 --cmakedir 2>/dev/null); then
-  py_args=(-Dpybind11_DIR="$pybind_dir" -DPython3_EXECUTABLE="$(command -v python3)")
+  py_args=(-Dpybind11_DIR="$pybind_dir" -DPython_EXECUTABLE="$(command -v python3)"
+    -DPython3_EXECUTABLE="$(command -v python3)")
 else
   py_args=(-DTIDE_BUILD_PYTHON=OFF)
   say "no pybind11 for $(command -v python3): the Python module is left out"

@@ -23,7 +23,12 @@ constexpr int kFirst = StorageList::kCapacity, kLater = StorageList::kCapacity -
 int local_reduce_ops(int devices) { return devices <= kFirst ? 1 : 1 + (devices - kFirst + kLater - 1) / kLater; }
 int local_reduce_op_of(int device) { return device < kFirst ? 0 : 1 + (device - kFirst) / kLater; }
 
-int engine_devices() { return static_cast<int>(rt().engine().devices().size()); }
+// The engine's CPU devices (cpu:0..k-1; its GPUs, if any, come after them).
+int engine_devices() {
+  int k = 0;
+  for (const Device& d : rt().engine().devices()) k += d.is_cpu() ? 1 : 0;
+  return k;
+}
 
 /// One tensor per listed device; the tensor on the i-th listed device of
 /// rank r contributes g = r * devices.size() + i.

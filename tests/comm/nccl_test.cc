@@ -2,7 +2,9 @@
 // tests: rank r contributes values derived from r, so every expected result
 // is exact. They need one GPU per rank of a node and skip otherwise (with
 // the reason), the same way on every rank so that collectives still pair.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -171,7 +173,12 @@ TEST(NcclCollectives, ReducerAveragesGradientsOnTheGpu) {
         std::vector<float> got = r.reduced(i).to_vector<float>();
         for (std::size_t j = 0; j < got.size(); ++j) {
           const double want = (size + 1) / 2.0 * (i + 1) * (step + 1) + static_cast<double>(j);
-          ASSERT_EQ(got[j], static_cast<float>(want)) << "param " << i << " element " << j << " " << r.describe();
+          // Exact over 2 ranks; NCCL's average over 3 scales each
+          // contribution by 1/3 first, a few units in the last place off.
+          const bool exact = (size & (size - 1)) == 0;
+          const double tolerance = exact ? 0.0 : 4.0 * size * std::numeric_limits<float>::epsilon() * std::abs(want);
+          ASSERT_LE(std::abs(static_cast<double>(got[j]) - want), tolerance)
+              << "param " << i << " element " << j << " " << r.describe();
         }
       }
       r.finish_step();

@@ -36,6 +36,9 @@ struct Where {
   std::atomic<std::uint64_t> skip_ident{0}, skip_first{0}, skip_last1{0};
 };
 Where g_where;
+// The GPU collective (NCCL) a GPU comm stream waits in, for the SIGTERM
+// report only: roll calls answer for the host collectives (g_where).
+Where g_gpu_where;
 
 // Set once by liveness_init, before any reader.
 bool g_ready = false;
@@ -116,10 +119,10 @@ struct Line {
   }
 };
 
-void put_collective(Line& l) {
+void put_collective(Line& l, const Where& where = g_where) {
   CollectiveSig s;
-  for (int i = 0; i < 3; ++i) s.w[i] = g_where.w[i].load(std::memory_order_relaxed);
-  const CollectiveId id = CollectiveId::from_sig(s, g_where.seq.load(std::memory_order_relaxed));
+  for (int i = 0; i < 3; ++i) s.w[i] = where.w[i].load(std::memory_order_relaxed);
+  const CollectiveId id = CollectiveId::from_sig(s, where.seq.load(std::memory_order_relaxed));
   l.put(collective_kind_name(id.kind));
   l.put(" #");
   l.put(id.seq);
@@ -143,8 +146,8 @@ void put_collective(Line& l) {
     l.put(static_cast<std::uint64_t>(id.root));
     l.put(", ");
   }
-  if (g_where.group.load(std::memory_order_relaxed)) l.put("group of ");
-  l.put(g_where.size.load(std::memory_order_relaxed));
+  if (where.group.load(std::memory_order_relaxed)) l.put("group of ");
+  l.put(where.size.load(std::memory_order_relaxed));
   l.put(" ranks)");
 }
 
@@ -161,6 +164,10 @@ extern "C" void on_sigterm(int) {
     if (state == kIn) {
       l.put("while in ");
       put_collective(l);
+    } else if (g_gpu_where.state.load(std::memory_order_acquire) == kIn) {
+      l.put("while in ");
+      put_collective(l, g_gpu_where);
+      l.put(" on a GPU (NCCL)");
     } else if (state == kAfter || state == kInCheck) {
       l.put("in no collective (the last was ");
       put_collective(l);
@@ -234,6 +241,21 @@ void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool 
 
 void liveness_leave() {
   if (g_ready) g_where.state.store(kAfter, std::memory_order_release);
+}
+
+void liveness_enter_gpu(const CollectiveId& id, int size, bool group) {
+  if (!g_ready) return;
+  g_gpu_where.state.store(kNone, std::memory_order_relaxed);
+  const CollectiveSig s = id.sig();
+  for (int i = 0; i < 3; ++i) g_gpu_where.w[i].store(s.w[i], std::memory_order_relaxed);
+  g_gpu_where.seq.store(id.seq, std::memory_order_relaxed);
+  g_gpu_where.size.store(static_cast<std::uint64_t>(size), std::memory_order_relaxed);
+  g_gpu_where.group.store(group, std::memory_order_relaxed);
+  g_gpu_where.state.store(kIn, std::memory_order_release);
+}
+
+void liveness_leave_gpu() {
+  if (g_ready) g_gpu_where.state.store(kAfter, std::memory_order_release);
 }
 
 void liveness_skipped(std::uint64_t ident, std::uint64_t seq) {
