@@ -227,16 +227,21 @@ void liveness_init(MPI_Comm world) {
   g_ready = true;
 }
 
-void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool group) {
-  if (!g_ready) return;
-  g_where.state.store(kNone, std::memory_order_relaxed);
+namespace {
+void enter(Where& where, std::uint64_t ident, const CollectiveId& id, int size, bool group) {
+  where.state.store(kNone, std::memory_order_relaxed);
   const CollectiveSig s = id.sig();
-  for (int i = 0; i < 3; ++i) g_where.w[i].store(s.w[i], std::memory_order_relaxed);
-  g_where.ident.store(ident, std::memory_order_relaxed);
-  g_where.seq.store(id.seq, std::memory_order_relaxed);
-  g_where.size.store(static_cast<std::uint64_t>(size), std::memory_order_relaxed);
-  g_where.group.store(group, std::memory_order_relaxed);
-  g_where.state.store(kIn, std::memory_order_release);
+  for (int i = 0; i < 3; ++i) where.w[i].store(s.w[i], std::memory_order_relaxed);
+  where.ident.store(ident, std::memory_order_relaxed);
+  where.seq.store(id.seq, std::memory_order_relaxed);
+  where.size.store(static_cast<std::uint64_t>(size), std::memory_order_relaxed);
+  where.group.store(group, std::memory_order_relaxed);
+  where.state.store(kIn, std::memory_order_release);
+}
+}  // namespace
+
+void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool group) {
+  if (g_ready) enter(g_where, ident, id, size, group);
 }
 
 void liveness_leave() {
@@ -244,14 +249,7 @@ void liveness_leave() {
 }
 
 void liveness_enter_gpu(const CollectiveId& id, int size, bool group) {
-  if (!g_ready) return;
-  g_gpu_where.state.store(kNone, std::memory_order_relaxed);
-  const CollectiveSig s = id.sig();
-  for (int i = 0; i < 3; ++i) g_gpu_where.w[i].store(s.w[i], std::memory_order_relaxed);
-  g_gpu_where.seq.store(id.seq, std::memory_order_relaxed);
-  g_gpu_where.size.store(static_cast<std::uint64_t>(size), std::memory_order_relaxed);
-  g_gpu_where.group.store(group, std::memory_order_relaxed);
-  g_gpu_where.state.store(kIn, std::memory_order_release);
+  if (g_ready) enter(g_gpu_where, 0, id, size, group);
 }
 
 void liveness_leave_gpu() {
