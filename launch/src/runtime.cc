@@ -108,9 +108,13 @@ std::string give_nccl_host_identity(const GpuSharing& sharing) {
   if (const char* v = env("NCCL_HOSTID")) {
     base = v;
   } else {
+    // As NCCL's own identity: the host's name and its boot, so that two
+    // machines of one name stay apart.
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "host");
     base = host;
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    if (std::string id; std::getline(boot, id) && !id.empty()) base += ":" + id;
   }
   const std::string id = sharing.nccl_host_id(base);
   ::setenv("NCCL_HOSTID", id.c_str(), 1);
