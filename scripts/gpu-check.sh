@@ -12,8 +12,9 @@
 # without them those parts are left out and say so). Results go to DIR
 # (default: $OUT when set, else build-gpu/results), packed as
 # gpu-results.tgz beside gpu_summary.json, summary.txt and run.log, so that
-# at most 8 files come back. About 5 minutes on 16 cores and one H200.
-# Exits non-zero when a test fails; missed speed targets are only reported.
+# at most 8 files come back. About 6 minutes on 16 cores and one H200.
+# Exits non-zero when a test fails or a test's result is missing; missed
+# speed targets and missing peers are only reported.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=${1:-${OUT:-$root/build-gpu/results}}

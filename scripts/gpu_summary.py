@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Summarises a gpu-check run: the GPU tests (a skip counts against them,
 except the ones that skip by design) and each benchmark ratio against its
-target. Writes gpu_summary.json in the results folder; exits 1 when a test
-failed or skipped unexpectedly, a result is missing, or a target is missed.
+target. Writes gpu_summary.json and summary.txt in the results folder;
+exits 1 when a test failed or skipped unexpectedly, or a test result is
+missing. Benchmark ratios and missed targets are reported, not failed on;
+a benchmark without its result (no PyTorch there, say) is recorded as
+missing.
 
 Usage: gpu_summary.py RESULTS_DIR
        gpu_summary.py --check-trace TRACE_FILE   (the GPU spans of one trace)
 """
-import glob
 import json
 import math
 import os
@@ -18,7 +20,10 @@ import xml.etree.ElementTree as ET
 EXPECTED_SKIPS = {
     "NcclCollectives.SeveralGpusPerRankReduceTogether",  # needs 2 GPUs or more
     "Engines/CudaEngine.BarrierWaitsOnlyForItsProducer/naive",  # the naive engine cannot show it
-    "Trainer.DataParallelOnTheGpuMatchesOneRankWithTheGlobalBatch",  # needs 2 ranks (run by the np2 step)
+}
+# ... and on one rank only (the 2-rank runs must run them).
+EXPECTED_SKIPS_ONE_RANK = {
+    "Trainer.DataParallelOnTheGpuMatchesOneRankWithTheGlobalBatch",
 }
 
 
@@ -90,23 +95,26 @@ def main():
         with open(os.path.join(out, name)) as f:
             return json.load(f)
 
-    def entry(key, make):
-        """One result; a missing or broken one is recorded, not fatal."""
+    def entry(key, make, required=True):
+        """One result; a missing or broken one is recorded, and fails the
+        check only when it is `required` (a test result)."""
         nonlocal status
         try:
             s[key] = make()
-        except (OSError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+        except (OSError, KeyError, ValueError, TypeError, ZeroDivisionError, ET.ParseError) as e:
             s[key] = {"error": f"{type(e).__name__}: {e}"}
-            status = 1
+            if required:
+                status = 1
 
-    def tests(name):
+    def tests(name, one_rank=True):
+        expected = EXPECTED_SKIPS | (EXPECTED_SKIPS_ONE_RANK if one_rank else set())
         d = load(name)
         ran, failed, skipped = 0, [], []
         for suite in d.get("testsuites", []):
             for t in suite.get("testsuite", []):
                 full = f"{suite['name']}.{t['name']}"
                 if t.get("result") == "SKIPPED" or t.get("status") == "NOTRUN":
-                    if full not in EXPECTED_SKIPS:
+                    if full not in expected:
                         skipped.append(full)
                 elif t.get("failures"):
                     failed.append(full)
@@ -125,10 +133,12 @@ def main():
 
     for name in ("gpu_core_tests.json", "gpu_ops_tests.json", "gpu_comm_tests.json", "gpu_train_tests.json"):
         entry(name[:-5], lambda name=name: tests(name))
-    # The same binaries on 2 ranks sharing the GPU: one JSON per rank.
+    # The same binaries on 2 ranks sharing the GPU: one JSON per rank, each
+    # required (a rank that aborted writes none).
     for base in ("gpu_comm_tests_np2", "gpu_train_tests_np2"):
-        for f in sorted(glob.glob(os.path.join(out, base + ".rank*.json"))):
-            entry(os.path.basename(f)[:-5], lambda f=f: tests(os.path.basename(f)))
+        for rank in (0, 1):
+            name = f"{base}.rank{rank}.json"
+            entry(name[:-5], lambda name=name: tests(name, one_rank=False))
     for name in ("ctest_gpu_junit.xml", "ctest_junit.xml"):
         if os.path.exists(os.path.join(out, name)):
             entry(name[:-4], lambda name=name: ctest_junit(os.path.join(out, name)))
@@ -163,14 +173,14 @@ def main():
         b = load("torch_train_mlp.json")["result"]["samples_per_s"]
         return ratio(a, b, 1.0, "higher")
 
-    entry("tiny_op_async_ns", tiny_ops)
-    entry("matmul_done_s", matmul)
-    entry("launch_throughput_vs_bare", launch)
-    entry("train_samples_per_s", train)
-    entry("train_2_ranks_one_gpu", np2_train)
+    entry("tiny_op_async_ns", tiny_ops, required=False)
+    entry("matmul_done_s", matmul, required=False)
+    entry("launch_throughput_vs_bare", launch, required=False)
+    entry("train_samples_per_s", train, required=False)
+    entry("train_2_ranks_one_gpu", np2_train, required=False)
     entry("gpu_trace", lambda: gpu_trace(os.path.join(out, "trace_cuda", "trace.rank0.json")))
     for v in s.values():
-        if isinstance(v, dict) and (v.get("ok") is False or v.get("met") is False):
+        if isinstance(v, dict) and v.get("ok") is False:
             status = 1
     with open(os.path.join(out, "gpu_summary.json"), "w") as f:
         json.dump(s, f, indent=2)

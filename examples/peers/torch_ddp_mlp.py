@@ -34,6 +34,8 @@ def worker(rank, a, port, queue):
     dev = torch.device("cpu")
     if a.device == "cuda":
         gpus = torch.cuda.device_count()
+        if gpus == 0:
+            sys.exit("torch_ddp_mlp.py: --device cuda, but PyTorch sees no GPU")
         dev = torch.device("cuda", rank % gpus)
         torch.cuda.set_device(dev)
         if a.ranks > gpus:  # NCCL refuses two ranks on one GPU of one host

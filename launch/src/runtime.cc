@@ -64,6 +64,37 @@ std::atomic<int> g_world_rank{-1};
   abort_job(g_world_rank.load(), why);
 }
 
+/// This host's identity for NCCL: the job's NCCL_HOSTID, else, like NCCL's
+/// own, the host's name and boot id (so that two machines of one name stay
+/// apart).
+std::string host_identity() {
+  if (const char* v = env("NCCL_HOSTID")) return v;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "host");
+  std::string base = host;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  if (std::string id; std::getline(boot, id) && !id.empty()) base += ":" + id;
+  return base;
+}
+
+/// Before MPI starts threads: NCCL_HOSTID is set (to this host's identity
+/// when the job set none), so that giving a rank its slot's identity later
+/// replaces a variable in place rather than growing the environment under
+/// threads that may read it. Returns the base of the slots' identities.
+std::string reserve_nccl_host_id() {
+  const std::string base = host_identity();
+  if (Communicator::nccl_built() && !env("NCCL_HOSTID")) ::setenv("NCCL_HOSTID", base.c_str(), 1);
+  return base;
+}
+
+/// Whether CUDA's Multi-Process Service looks to be running here (several
+/// processes then share a GPU in exclusive-process mode).
+bool mps_in_use() {
+  if (env("CUDA_MPS_PIPE_DIRECTORY")) return true;
+  std::error_code ec;
+  return std::filesystem::exists("/tmp/nvidia-mps/control", ec);
+}
+
 /// With the node's communicator (every rank of the node calls it): how the
 /// ranks of the node share its GPUs (GpuSharing). Throws DeviceError when
 /// two ranks would share a GPU and that cannot work: sharing was turned off
@@ -94,31 +125,10 @@ GpuSharing gpu_sharing_on_node(MPI_Comm node, int local_rank, int local_size, co
     throw DeviceError(what + ", and TIDE_SHARE_GPUS=0 forbids it. Start at most one rank per GPU, leave "
                              "TIDE_SHARE_GPUS unset (ranks then share GPUs, and NCCL joins them through its "
                              "network transport), or set TIDE_CUDA_DEVICES=0 to use the CPU only");
-  if (const std::string why = cuda_device_unshareable(local_rank % gpus); !why.empty())
+  if (const std::string why = cuda_device_unshareable(local_rank % gpus); !why.empty() && !mps_in_use())
     throw DeviceError(what + ", but " + why + ". Start at most one rank per GPU, change the compute mode "
                              "(nvidia-smi -c DEFAULT), or set TIDE_CUDA_DEVICES=0 to use the CPU only");
   return sharing;
-}
-
-/// Ranks of a node that share GPUs: each gets its slot's NCCL host identity
-/// (see GpuSharing), from the job's NCCL_HOSTID or the host's name, before
-/// anything in the process has started NCCL.
-std::string give_nccl_host_identity(const GpuSharing& sharing) {
-  std::string base;
-  if (const char* v = env("NCCL_HOSTID")) {
-    base = v;
-  } else {
-    // As NCCL's own identity: the host's name and its boot, so that two
-    // machines of one name stay apart.
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) != 0 || !*host) std::snprintf(host, sizeof host, "host");
-    base = host;
-    std::ifstream boot("/proc/sys/kernel/random/boot_id");
-    if (std::string id; std::getline(boot, id) && !id.empty()) base += ":" + id;
-  }
-  const std::string id = sharing.nccl_host_id(base);
-  ::setenv("NCCL_HOSTID", id.c_str(), 1);
-  return id;
 }
 
 /// A variable holding a whole number, or 0.
@@ -177,6 +187,7 @@ Runtime::Runtime(const RuntimeOptions& options) : world_(Communicator::local(opt
 }
 
 Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
+  const std::string nccl_host_base = reserve_nccl_host_id();
   int provided = 0;
   TIDE_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
   try {
@@ -196,7 +207,10 @@ Runtime::Runtime(const RuntimeOptions& options, MpiTag) : owns_mpi_(true) {
     MPI_Comm_size(node, &local_size_);
     gpu_sharing_ = gpu_sharing_on_node(node, local_rank_, local_size_, options);
     MPI_Comm_free(&node);
-    if (gpu_sharing_.node_shares()) nccl_host_id_ = give_nccl_host_identity(gpu_sharing_);
+    if (gpu_sharing_.node_shares()) {
+      nccl_host_id_ = gpu_sharing_.nccl_host_id(nccl_host_base);
+      ::setenv("NCCL_HOSTID", nccl_host_id_.c_str(), 1);  // replaces the one reserve_nccl_host_id set
+    }
     int announced = launcher_local_rank();
     if (announced >= 0 && announced != local_rank_)
       std::fprintf(stderr,

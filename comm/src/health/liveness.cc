@@ -36,9 +36,12 @@ struct Where {
   std::atomic<std::uint64_t> skip_ident{0}, skip_first{0}, skip_last1{0};
 };
 Where g_where;
-// The GPU collective (NCCL) a GPU comm stream waits in, for the SIGTERM
-// report only: roll calls answer for the host collectives (g_where).
-Where g_gpu_where;
+// The GPU collective (NCCL) each GPU's comm stream waits in (by device
+// index, modulo kGpuRecords), for the SIGTERM report only: roll calls answer
+// for the host collectives (g_where).
+constexpr int kGpuRecords = 16;
+Where g_gpu_where[kGpuRecords];
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the SIGTERM handler reads these");
 
 // Set once by liveness_init, before any reader.
 bool g_ready = false;
@@ -151,6 +154,13 @@ void put_collective(Line& l, const Where& where = g_where) {
   l.put(" ranks)");
 }
 
+/// The first GPU record that is inside a collective, or null.
+const Where* gpu_collective_in_flight() {
+  for (const Where& w : g_gpu_where)
+    if (w.state.load(std::memory_order_acquire) == kIn) return &w;
+  return nullptr;
+}
+
 extern "C" void on_sigterm(int) {
   const int saved = errno;
   if (!g_ending.load(std::memory_order_relaxed)) {
@@ -164,9 +174,9 @@ extern "C" void on_sigterm(int) {
     if (state == kIn) {
       l.put("while in ");
       put_collective(l);
-    } else if (g_gpu_where.state.load(std::memory_order_acquire) == kIn) {
+    } else if (const Where* gpu = gpu_collective_in_flight()) {
       l.put("while in ");
-      put_collective(l, g_gpu_where);
+      put_collective(l, *gpu);
       l.put(" on a GPU (NCCL)");
     } else if (state == kAfter || state == kInCheck) {
       l.put("in no collective (the last was ");
@@ -248,12 +258,12 @@ void liveness_leave() {
   if (g_ready) g_where.state.store(kAfter, std::memory_order_release);
 }
 
-void liveness_enter_gpu(const CollectiveId& id, int size, bool group) {
-  if (g_ready) enter(g_gpu_where, 0, id, size, group);
+void liveness_enter_gpu(int device, const CollectiveId& id, int size, bool group) {
+  if (g_ready && device >= 0) enter(g_gpu_where[device % kGpuRecords], 0, id, size, group);
 }
 
-void liveness_leave_gpu() {
-  if (g_ready) g_gpu_where.state.store(kAfter, std::memory_order_release);
+void liveness_leave_gpu(int device) {
+  if (g_ready && device >= 0) g_gpu_where[device % kGpuRecords].state.store(kAfter, std::memory_order_release);
 }
 
 void liveness_skipped(std::uint64_t ident, std::uint64_t seq) {

@@ -34,11 +34,11 @@ void liveness_init(MPI_Comm world);
 void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool group);
 /// ... and has finished it.
 void liveness_leave();
-/// A GPU comm stream waits in GPU collective `id` (NCCL), and is done with
-/// it: only the SIGTERM report names it (when the host comm thread is in no
-/// collective). Several GPUs of one rank share the one record.
-void liveness_enter_gpu(const CollectiveId& id, int size, bool group);
-void liveness_leave_gpu();
+/// cuda:`device`'s comm stream waits in GPU collective `id` (NCCL), and is
+/// done with it: only the SIGTERM report names it (when the host comm
+/// thread is in no collective). Each GPU of a rank has a record of its own.
+void liveness_enter_gpu(int device, const CollectiveId& id, int size, bool group);
+void liveness_leave_gpu(int device);
 /// The comm thread skipped collective `seq` of communicator `ident` (its
 /// input came from a failed op): roll calls carry the latest run of such
 /// consecutive skips, so

@@ -255,13 +255,17 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
   const CollectiveId& what = c.what;
   // For the SIGTERM report: which GPU collective this rank waits in.
   struct GpuWhere {
-    explicit GpuWhere(const Communicator::Impl& impl, const CollectiveId& what) {
-      if (impl.mpi.spans_ranks()) liveness_enter_gpu(what, impl.mpi.size, impl.mpi.ident != 0);
+    GpuWhere(const Communicator::Impl& impl, const CollectiveId& what, int device)
+        : device(impl.mpi.spans_ranks() ? device : -1) {
+      if (this->device >= 0) liveness_enter_gpu(device, what, impl.mpi.size, impl.mpi.ident != 0);
     }
-    ~GpuWhere() { liveness_leave_gpu(); }
+    ~GpuWhere() {
+      if (device >= 0) liveness_leave_gpu(device);
+    }
     GpuWhere(const GpuWhere&) = delete;
     GpuWhere& operator=(const GpuWhere&) = delete;
-  } where(impl, what);
+    int device;
+  } where(impl, what, nc.device);
   const std::size_t n = static_cast<std::size_t>(what.count);
   const ncclDataType_t type = nccl_type(what.dtype);
   const void* in = ctx.reads[0]->data();
