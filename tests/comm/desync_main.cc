@@ -11,6 +11,11 @@
 //          arrival check compares the collectives before MPI is called)
 //   skip   feeds its all_reduce from an op that fails, so the engine skips
 //          it on rank 1 only (rank 0 runs it and waits)
+//   late   the same skip with the desync check off (TIDE_DESYNC_CHECK=0),
+//          and the other ranks reach step kBadStep 3 s late: rank 1 finds
+//          the skip alone (its roll call sees a peer in the collective it
+//          skipped) and leaves its collectives before any peer asks it; it
+//          must tell them, or they wait the whole timeout
 //
 // Then every rank waits for everything, checks the error it gets and why
 // the world broke, and rank 0 prints one verdict for all ranks (gathered with
@@ -23,6 +28,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <tide/tide.h>
 
@@ -63,11 +69,11 @@ std::string expected(const std::string& mode, int size) {
 int main(int argc, char** argv) {
   auto rt = tide::Runtime::init(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (rt->size() < 2 || (mode != "order" && mode != "count" && mode != "large" && mode != "skip")) {
-    std::printf("usage: mpirun -np N %s order|count|large|skip (N >= 2)\n", argv[0]);
+  if (rt->size() < 2 || (mode != "order" && mode != "count" && mode != "large" && mode != "skip" && mode != "late")) {
+    std::printf("usage: mpirun -np N %s order|count|large|skip|late (N >= 2)\n", argv[0]);
     return 2;
   }
-  if (!rt->world().desync_check()) {
+  if (!rt->world().desync_check() && mode != "late") {
     std::printf("tide-desync-test: FAILED (the check is off: TIDE_DESYNC_CHECK=0?)\n");
     return 1;
   }
@@ -82,6 +88,7 @@ int main(int argc, char** argv) {
   std::string error;
   for (int s = 0; s < kSteps; ++s) {
     auto step = rt->step();
+    if (s == kBadStep && mode == "late" && rank != 1) std::this_thread::sleep_for(std::chrono::seconds(3));
     if (s == kBadStep) bad_pushed = clock::now();
     const bool bad = rank == 1 && s == kBadStep;
     if (bad && (mode == "order" || mode == "large")) {
@@ -90,7 +97,7 @@ int main(int argc, char** argv) {
     } else if (bad && mode == "count") {
       rt->world().all_reduce_(a_short);
       rt->world().broadcast_(b, 0);
-    } else if (bad && mode == "skip") {
+    } else if (bad && (mode == "skip" || mode == "late")) {
       tide::Tensor g = from_failed_op(n);
       rt->world().all_reduce_(g);
       rt->world().broadcast_(b, 0);
@@ -111,7 +118,7 @@ int main(int argc, char** argv) {
   // explains (MPI's truncation of a shorter all-reduce, rank 1's own failed
   // op): the world's failure then names the desync first.
   bool named = failure.find(want) != std::string::npos;
-  if (mode == "skip" && !named) {
+  if ((mode == "skip" || mode == "late") && !named) {
     // A rank judges the skip as soon as one peer has run collective #10:
     // with 3 or more ranks, a slower peer may not have reached it yet, and
     // the message then names the ranks known to have run it.

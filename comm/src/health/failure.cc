@@ -1,6 +1,7 @@
 #include "failure.h"
 
 #include "flight_recorder.h"
+#include "liveness.h"
 
 #include <cstdio>
 
@@ -30,6 +31,7 @@ void FailureState::check_usable() {
 
 void FailureState::fail(const std::string& what, bool diagnosis) {
   bool news = false;  // this communicator's first failure, or the desync that explains it
+  bool world_breaks = false;  // the first failure of the world (the last state of the chain)
   for (FailureState* p = this; p; p = p->parent_) {
     {
       std::lock_guard<std::mutex> lock(p->mutex_);
@@ -37,6 +39,7 @@ void FailureState::fail(const std::string& what, bool diagnosis) {
       if (p->reason_.empty()) {
         p->reason_ = reason;
         news = news || p == this;
+        world_breaks = !p->parent_ && p->announce_;
       } else if (diagnosis && !p->diagnosed_) {
         p->reason_ = reason + " (before it was found: " + p->reason_ + ")";
         news = news || p == this;
@@ -54,6 +57,9 @@ void FailureState::fail(const std::string& what, bool diagnosis) {
     std::fflush(stderr);
   }
   if (news) flight_dump(what.c_str());
+  // The peers may be waiting for this rank in a collective it will never
+  // join now: each is told why, so that it fails at once with this cause.
+  if (world_breaks) liveness_tell_peers(what);
   throw CommError(what);
 }
 

@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include <tide/comm/communicator.h>
 
@@ -22,6 +25,10 @@ namespace {
 
 constexpr int kQueryTag = 1;
 constexpr int kAnswerTag = 2;
+constexpr int kNoticeTag = 3;  // a failure, told to every peer
+// A notice's longest text: under the eager limits of Open MPI's transports
+// (4 KiB in shared memory), so that its sends complete without the peer.
+constexpr std::size_t kNoticeMax = 3000;
 constexpr int kAnswerWords = 11;  // query, state, ident, seq, sig (3), size, skips: ident, first, last + 1
 
 // What the comm thread is in. Written by the comm thread only, read by the
@@ -104,6 +111,62 @@ char pid_state(long pid) {
 bool pid_gone(long pid) {
   const char s = pid_state(pid);
   return s == 'X' || s == 'Z';
+}
+
+// The thread that makes this process's MPI calls (the comm thread; the
+// user's thread under the naive engine): set as it enters a collective.
+thread_local bool t_mpi_thread = false;
+
+// Failure notices (liveness_tell_peers, told_failure).
+struct Notices {
+  std::mutex mutex;
+  std::string mine;       // this rank's, once set never changed: its sends read it
+  bool pending = false;   // set, not sent yet (left by a thread without MPI)
+  bool sent = false;
+  std::chrono::steady_clock::time_point sent_at{};
+  std::string heard;  // the first a peer told of
+};
+Notices& notices() {
+  static auto* n = new Notices();  // never freed: sends may still read it at exit
+  return *n;
+}
+std::atomic<bool> g_heard{false};
+std::atomic<bool> g_notice_pending{false};
+
+/// MPI thread, with notices().mutex held: one non-blocking send to each
+/// peer whose process is not known gone, each left to complete on its own.
+void send_notice(Notices& n) {
+  n.pending = false;
+  g_notice_pending.store(false, std::memory_order_relaxed);
+  for (int r = 0; r < g_world_size; ++r) {
+    if (r == g_world_rank) continue;
+    const auto i = static_cast<std::size_t>(r);
+    if (g_same_host[i] && pid_gone(g_pid[i])) continue;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (MPI_Isend(n.mine.data(), static_cast<int>(n.mine.size()), MPI_CHAR, r, kNoticeTag, g_ctrl, &req) ==
+        MPI_SUCCESS)
+      MPI_Request_free(&req);
+  }
+  n.sent = true;
+  n.sent_at = std::chrono::steady_clock::now();
+}
+
+/// MPI thread: takes in the notices peers sent (the first is kept).
+void take_notices() {
+  for (;;) {
+    int flag = 0, bytes = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, g_ctrl, &flag, &st) != MPI_SUCCESS || !flag) return;
+    if (MPI_Get_count(&st, MPI_CHAR, &bytes) != MPI_SUCCESS || bytes < 0) bytes = 0;
+    std::string text(static_cast<std::size_t>(bytes), '\0');
+    if (MPI_Recv(text.data(), bytes, MPI_CHAR, st.MPI_SOURCE, kNoticeTag, g_ctrl, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
+    Notices& n = notices();
+    std::lock_guard<std::mutex> lock(n.mutex);
+    if (!n.heard.empty()) continue;
+    n.heard = text + " (reported by rank " + std::to_string(st.MPI_SOURCE) + ", where it was found)";
+    g_heard.store(true, std::memory_order_release);
+  }
 }
 
 // ---- The SIGTERM report (async-signal-safe) ---------------------------------
@@ -251,7 +314,9 @@ void enter(Where& where, std::uint64_t ident, const CollectiveId& id, int size, 
 }  // namespace
 
 void liveness_enter(std::uint64_t ident, const CollectiveId& id, int size, bool group) {
-  if (g_ready) enter(g_where, ident, id, size, group);
+  if (!g_ready) return;
+  t_mpi_thread = true;
+  enter(g_where, ident, id, size, group);
 }
 
 void liveness_leave() {
@@ -281,6 +346,13 @@ void liveness_skipped(std::uint64_t ident, std::uint64_t seq) {
 
 void serve_queries(bool in_check) {
   if (!g_ready) return;
+  t_mpi_thread = true;
+  if (g_notice_pending.load(std::memory_order_relaxed)) {
+    Notices& n = notices();
+    std::lock_guard<std::mutex> lock(n.mutex);
+    if (n.pending) send_notice(n);
+  }
+  take_notices();
   for (;;) {
     int flag = 0;
     MPI_Status st;
@@ -301,6 +373,27 @@ void serve_queries(bool in_check) {
                                                 g_where.skip_last1.load(std::memory_order_relaxed)};
     MPI_Send(answer, kAnswerWords, MPI_UINT64_T, st.MPI_SOURCE, kAnswerTag, g_ctrl);
   }
+}
+
+void liveness_tell_peers(const std::string& reason) {
+  if (!g_ready || g_world_size < 2 || g_heard.load(std::memory_order_acquire)) return;
+  Notices& n = notices();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  if (n.sent || n.pending || !n.heard.empty()) return;
+  n.mine = reason.size() <= kNoticeMax ? reason : reason.substr(0, kNoticeMax - 3) + "...";
+  n.pending = true;
+  if (t_mpi_thread) {
+    send_notice(n);
+  } else {
+    g_notice_pending.store(true, std::memory_order_relaxed);
+  }
+}
+
+std::string told_failure() {
+  if (!g_heard.load(std::memory_order_acquire)) return "";
+  Notices& n = notices();
+  std::lock_guard<std::mutex> lock(n.mutex);
+  return n.heard;
 }
 
 bool process_gone(int world_rank) {
@@ -454,6 +547,20 @@ void install_termination_report() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-void ending_job() { detail::g_ending.store(true, std::memory_order_relaxed); }
+void ending_job() {
+  detail::g_ending.store(true, std::memory_order_relaxed);
+  // A failure told to the peers moments ago: give those waiting in a
+  // collective the moment they need to take it in (they poll for it every
+  // millisecond or so) before MPI_Abort ends them, so that each names the
+  // cause rather than the launcher's SIGTERM.
+  constexpr auto kHearing = std::chrono::milliseconds(500);
+  detail::Notices& n = detail::notices();
+  std::chrono::steady_clock::time_point until{};
+  {
+    std::lock_guard<std::mutex> lock(n.mutex);
+    if (n.sent) until = n.sent_at + kHearing;
+  }
+  if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
+}
 
 }  // namespace tide

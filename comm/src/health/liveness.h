@@ -48,9 +48,23 @@ void liveness_leave_gpu(int device);
 void liveness_skipped(std::uint64_t ident, std::uint64_t seq);
 
 /// Comm thread, in poll loops once they have waited past their first spin:
-/// answers the questions other ranks sent. `in_check`: the loop waits for a
+/// answers the questions other ranks sent, takes in the failures peers
+/// told of (told_failure), and sends this rank's own if another thread
+/// left it to send (liveness_tell_peers). `in_check`: the loop waits for a
 /// desync check, not a collective.
 void serve_queries(bool in_check = false);
+
+/// This rank's world broke, for `reason` (said where it was found): every
+/// other rank is told at once, over the roll calls' duplicate of the world,
+/// so that a peer waiting for this rank fails within milliseconds naming
+/// the same cause, instead of waiting out its timeout for a rank that no
+/// longer answers roll calls. Once per process; nothing when a peer told
+/// this rank first (the peers heard it from there). Any thread: on one
+/// that makes no MPI calls the comm thread sends it at its next poll.
+void liveness_tell_peers(const std::string& reason);
+/// The first failure a peer told this rank of, as "<its reason> (reported
+/// by rank R, where it was found)", or "". Comm thread: waits fail with it.
+std::string told_failure();
 
 /// True when world rank `r` runs on this host and its process is gone.
 bool process_gone(int world_rank);

@@ -178,7 +178,7 @@ void SyncChecker::poll_recheck() {
 
 void SyncChecker::note_skips(std::uint64_t seq) {
   for (; decided < seq; ++decided) {
-    if (skipped.size() < kMaxSkipped) skipped.push_back(decided);
+    if (enabled_ && skipped.size() < kMaxSkipped) skipped.push_back(decided);
     // A peer waiting in this collective learns of the skip by a roll call,
     // even when no later check is exchanged.
     liveness_skipped(mpi_.ident, decided);
@@ -350,7 +350,8 @@ void SyncChecker::run(std::uint64_t index, std::uint64_t count) {
   while (checks_finished < index) {
     poll();
     if (checks_finished >= index) break;
-    if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others
+    if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others, failures told
+    if (const std::string told = told_failure(); !told.empty()) health_.fail(told);
     if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
   poll();  // starts this one (unless a wait already did); a later poll finishes it
@@ -368,7 +369,8 @@ void SyncChecker::finish() {
   while (pending()) {
     poll();
     if (!pending()) break;
-    if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others
+    if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others, failures told
+    if (const std::string told = told_failure(); !told.empty()) health_.fail(told);
     if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
 }

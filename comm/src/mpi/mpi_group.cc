@@ -59,6 +59,8 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
       if (held_ && poller.waited_s() - held_at_s > kHeldGrace_s) rethrow_held();
       if (poller.slow()) {
         serve_queries();
+        // A peer broke the world and said why: it will not join this.
+        if (const std::string told = told_failure(); !told.empty()) health_.fail(told);
         roll.collect();
         if (roll.asked())
           if (const std::string skip = roll.skip_found(ident, what); !skip.empty()) health_.fail(skip, true);
