@@ -107,17 +107,20 @@ Tensor randn(const Shape& shape, TensorOptions o, RandomOptions r, Loc loc) {
   return random("randn", RandomKind::normal, shape, o, r, loc);
 }
 
-template <typename T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device, Loc loc) {
-  Engine& e = current_engine();
-  e.check_device(device);
-  if (static_cast<std::uint64_t>(shape.numel()) != values.size())
-    throw ShapeError("from_vector: " + std::to_string(values.size()) +
-                     " values do not fill shape " + shape.str() + " (" +
+namespace {
+
+void check_fills(std::size_t n, const Shape& shape) {
+  if (static_cast<std::uint64_t>(shape.numel()) != n)
+    throw ShapeError("from_vector: " + std::to_string(n) + " values do not fill shape " + shape.str() + " (" +
                      std::to_string(shape.numel()) + " elements)");
-  // The copy travels in the closure through a shared_ptr: the closure must
-  // fit SmallFunction's inline buffer, and the caller may change `values`.
-  auto copy = std::make_shared<const std::vector<T>>(values);
+}
+
+/// The op that fills a new tensor from `copy`. The copy travels in the
+/// closure through a shared_ptr: the closure must fit SmallFunction's
+/// inline buffer.
+template <typename T>
+Tensor push_from_host(Engine& e, std::shared_ptr<const std::vector<T>> copy, const Shape& shape, Device device,
+                      Loc loc) {
   const auto fn = kernels::kernel_for("from_vector", device, kernels::creation(device).from_host);
   return push_new(
       e, "from_vector", shape, dtype_v<T>, device, {},
@@ -127,8 +130,30 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device devi
       loc);
 }
 
+}  // namespace
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device, Loc loc) {
+  Engine& e = current_engine();
+  e.check_device(device);
+  check_fills(values.size(), shape);
+  // Copied now: the caller may change `values` afterwards.
+  return push_from_host<T>(e, std::make_shared<const std::vector<T>>(values), shape, device, loc);
+}
+
+template <typename T>
+Tensor from_vector(std::vector<T>&& values, const Shape& shape, Device device, Loc loc) {
+  Engine& e = current_engine();
+  e.check_device(device);
+  check_fills(values.size(), shape);
+  return push_from_host<T>(e, std::make_shared<const std::vector<T>>(std::move(values)), shape, device, loc);
+}
+
 template Tensor from_vector(const std::vector<float>&, const Shape&, Device, Loc);
 template Tensor from_vector(const std::vector<double>&, const Shape&, Device, Loc);
 template Tensor from_vector(const std::vector<std::int32_t>&, const Shape&, Device, Loc);
+template Tensor from_vector(std::vector<float>&&, const Shape&, Device, Loc);
+template Tensor from_vector(std::vector<double>&&, const Shape&, Device, Loc);
+template Tensor from_vector(std::vector<std::int32_t>&&, const Shape&, Device, Loc);
 
 }  // namespace tide

@@ -65,19 +65,25 @@ py::array to_numpy(const Tensor& t) {
 
 template <typename T>
 Tensor from_array(const py::array& a, Device device) {
-  auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  // A C-contiguous array of native byte order: `a` itself when it is one,
+  // else numpy's copy (of a strided, broadcast or byte-swapped array). A
+  // copy numpy cannot make (memory) raises numpy's exception here.
+  const py::array_t<T, py::array::c_style | py::array::forcecast> c(a);
   std::vector<std::int64_t> dims(c.shape(), c.shape() + c.ndim());
-  std::vector<T> v(c.data(), c.data() + c.size());
-  return from_vector(v, to_shape(dims), device, here());
+  std::vector<T> v(c.data(), c.data() + c.size());  // std::bad_alloc: MemoryError
+  return from_vector(std::move(v), to_shape(dims), device, here());
 }
 
 /// A copy of `a` (made now: later changes to `a` are not seen).
 Tensor from_numpy(const py::array& a, const std::string& device) {
   const Device d = Device::parse(device);
   const py::dtype dt = a.dtype();
-  if (dt.is(py::dtype::of<float>())) return from_array<float>(a, d);
-  if (dt.is(py::dtype::of<double>())) return from_array<double>(a, d);
-  if (dt.is(py::dtype::of<std::int32_t>())) return from_array<std::int32_t>(a, d);
+  // By kind and size, so that either byte order is taken (and swapped).
+  const char kind = dt.kind();
+  const auto size = dt.itemsize();
+  if (kind == 'f' && size == 4) return from_array<float>(a, d);
+  if (kind == 'f' && size == 8) return from_array<double>(a, d);
+  if (kind == 'i' && size == 4) return from_array<std::int32_t>(a, d);
   throw DTypeError("tide.from_numpy: tide holds float32, float64 and int32; got " +
                    py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) + " (convert it with .astype(...))");
 }
@@ -125,6 +131,28 @@ void bind_tensors(py::module_& m) {
         return t.shape()[0];
       })
       .def("item", &item, "the one value (a blocker: waits for it)")
+      // As PyTorch: the value of a one-element tensor (a blocker), and an
+      // error for any other, whose truth is ambiguous.
+      .def("__bool__",
+           [](const Tensor& t) {
+             if (t.numel() != 1)
+               throw py::value_error("the truth value of a tensor of " + std::to_string(t.numel()) +
+                                     " elements is ambiguous (bool() takes a one-element tensor; reduce it first, "
+                                     "with tide.sum or tide.max)");
+             return py::bool_(item(t));
+           })
+      .def("__float__",
+           [](const Tensor& t) {
+             if (t.numel() != 1)
+               throw py::type_error("float() takes a one-element tensor; this one has " + std::to_string(t.numel()));
+             return py::float_(item(t));
+           })
+      .def("__int__",
+           [](const Tensor& t) {
+             if (t.numel() != 1)
+               throw py::type_error("int() takes a one-element tensor; this one has " + std::to_string(t.numel()));
+             return py::int_(item(t));
+           })
       .def("numpy", &to_numpy, "a numpy copy of the values (a blocker: waits for them)")
       .def(
           "wait_to_read",

@@ -51,6 +51,100 @@ def test_from_numpy_copies_at_call_time():
     np.testing.assert_array_equal(t.numpy(), np.ones(4))
 
 
+def test_from_numpy_takes_or_refuses_every_odd_array():
+    # In a child process: a crash (numpy's failed copy was once dereferenced
+    # as null) fails this test instead of ending pytest.
+    r = run_python("""
+        import numpy as np, tide
+        tide.init()
+
+        def same(a, name):
+            t = tide.from_numpy(a)
+            assert t.shape == a.shape, (name, t.shape, a.shape)
+            np.testing.assert_array_equal(t.numpy(), a, err_msg=name)
+
+        ro = np.arange(6, dtype=np.float32).reshape(2, 3)
+        ro.setflags(write=False)
+        odd = {
+            "strided": np.arange(20, dtype=np.float32)[::3],
+            "reversed": np.arange(5, dtype=np.float64)[::-1],
+            "fortran": np.asfortranarray(np.arange(12, dtype=np.float64).reshape(3, 4)),
+            "transposed": np.arange(12, dtype=np.int32).reshape(3, 4).T,
+            "zero strides": np.broadcast_to(np.float32(2.5), (4, 3)),
+            "zero strides in a column": np.broadcast_to(np.arange(3, dtype=np.int32)[:, None], (3, 5)),
+            "no elements": np.zeros((0,), np.float32),
+            "no elements in a middle extent": np.zeros((3, 0, 2), np.float64),
+            "0-d": np.array(7.5, dtype=np.float32),
+            "read-only": ro,
+            "big-endian f32": np.arange(4, dtype=">f4"),
+            "big-endian f64": np.arange(4, dtype=">f8"),
+            "big-endian i32": np.arange(-2, 2, dtype=">i4"),
+            "unaligned": np.frombuffer(b"\\0" + np.arange(3, dtype=np.float32).tobytes(), dtype=np.float32, offset=1),
+        }
+        for name, a in odd.items():
+            same(a, name)
+
+        # Random layouts: any dtype, byte order, slicing and axis order.
+        rng = np.random.default_rng(7)
+        kinds = ["f4", "f8", "i4", "i8", "f2", "u4", "b1", "c8"]
+        taken = refused = 0
+        for i in range(300):
+            ndim = int(rng.integers(0, 4))
+            dims = [int(rng.integers(0, 5)) for _ in range(ndim)]
+            code = rng.choice(["<", ">"]) + str(rng.choice(kinds))
+            base = (rng.standard_normal([2 * d + 1 for d in dims]) * 100).astype(code)
+            a = np.asarray(base[tuple(slice(None, None, int(rng.choice([1, 2, -1]))) for _ in dims)])
+            if ndim > 1:
+                a = a.transpose(rng.permutation(ndim))
+            if code[1:] in ("f4", "f8", "i4"):
+                same(a, "random %d (%s, shape %s, strides %s)" % (i, code, a.shape, a.strides))
+                taken += 1
+            else:
+                try:
+                    tide.from_numpy(a)
+                except tide.DTypeError as e:
+                    assert "float32, float64 and int32" in str(e), str(e)
+                    refused += 1
+                else:
+                    raise AssertionError("dtype %s was taken" % code)
+        assert taken > 50 and refused > 50, (taken, refused)
+
+        def raises(make, exc, name):
+            try:
+                tide.from_numpy(make())
+            except exc:
+                return
+            raise AssertionError(name + " was taken")
+
+        raises(lambda: np.broadcast_to(np.float32(0), (2 ** 40,)), MemoryError, "4 TiB of zero strides")
+        raises(lambda: np.array([1, "a"], dtype=object), tide.DTypeError, "objects")
+        raises(lambda: np.array(["x"]), tide.DTypeError, "strings")
+        raises(lambda: np.zeros(2, dtype=[("a", "f4")]), tide.DTypeError, "records")
+        try:
+            tide.from_numpy([1.0, 2.0])
+        except TypeError:
+            pass
+        else:
+            raise AssertionError("a list was taken")
+        print("odd arrays OK")
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "odd arrays OK" in r.stdout
+
+
+def test_truth_and_numbers_of_one_element_tensors():
+    assert bool(tide.ones([1])) is True
+    assert bool(tide.zeros([1])) is False
+    assert bool(tide.full([1, 1], -3.0)) is True
+    assert float(tide.full([1], 2.5)) == 2.5 and int(tide.full([1], 2.5)) == 2
+    assert int(tide.from_numpy(np.array([-7], dtype=np.int32))) == -7
+    for shape in ([2], [0], [2, 3]):
+        with pytest.raises(ValueError, match="ambiguous"):
+            bool(tide.zeros(shape))
+        with pytest.raises(TypeError, match="one-element"):
+            float(tide.zeros(shape))
+
+
 def test_creation_and_seeds():
     assert tide.zeros([2, 3]).numpy().sum() == 0
     np.testing.assert_array_equal(tide.full([2], 2.5, dtype="f64").numpy(), [2.5, 2.5])
@@ -224,6 +318,31 @@ def test_two_ranks_under_mpirun():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "size 2 sum [3.0, 3.0, 3.0] gathered [[0.0], [1.0]]" in r.stdout, r.stdout + r.stderr
     assert r.stdout.count("size 2") == 1, "rank 0 alone logs"
+
+
+def test_a_count_mismatch_ends_both_ranks_promptly_naming_one_cause():
+    # Rank 1 all-reduces 999 elements, rank 0 1000: MPI fails on rank 1,
+    # which tells rank 0 at once (before, rank 0 waited out the whole
+    # timeout, then blamed a rank "in no collective").
+    mpirun = [os.environ.get("TIDE_TEST_MPIEXEC", "mpirun"), "--oversubscribe", "-np", "2"]
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "TIDE_COMM_TIMEOUT": "60"}
+    start = time.monotonic()
+    r = run_python("""
+        import tide
+        rt = tide.init()
+        s = tide.all_reduce(tide.full([1000 if rt.rank == 0 else 999], 1.0))
+        s.numpy()
+        for _ in range(3):
+            s = tide.all_reduce(s)
+        s.numpy()
+    """, env, mpirun)
+    elapsed = time.monotonic() - start
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert elapsed < 30, "took %.1f s (the timeout is 60 s):\n%s" % (elapsed, out)
+    for rank in (0, 1):
+        lines = [l for l in out.splitlines() if l.startswith("tide: rank %d: " % rank) and "all_reduce #0 (" in l]
+        assert lines, "rank %d named no failure of all_reduce #0:\n%s" % (rank, out)
 
 
 def _examples():

@@ -42,6 +42,10 @@ template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device = cpu(0),
                    Loc loc = Loc::current());
 
+/// The same, taking `values` over (no copy: for large host data).
+template <typename T>
+Tensor from_vector(std::vector<T>&& values, const Shape& shape, Device device = cpu(0), Loc loc = Loc::current());
+
 /// A 1-D tensor from `values`.
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, Device device = cpu(0), Loc loc = Loc::current()) {
