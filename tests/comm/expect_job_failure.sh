@@ -2,8 +2,10 @@
 # Runs a job that must fail: non-zero, not by our timeout, within LIMIT
 # seconds, its output matching PATTERN (grep -E), and no rank printing
 # "finished normally". Prints the job's output, then the verdict.
+# LIMIT is multiplied by TIDE_TEST_TIME_SCALE (the build sets it: see
+# tests/CMakeLists.txt).
 # Usage: expect_job_failure.sh LIMIT PATTERN COMMAND...
-limit=$1
+limit=$(($1 * ${TIDE_TEST_TIME_SCALE:-1}))
 pattern=$2
 shift 2
 out=$(mktemp)

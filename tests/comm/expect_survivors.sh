@@ -4,7 +4,9 @@
 # matching "tide: rank R: .*PATTERN" (grep -E), where R is that rank.
 # Prints the job's output, then the verdict.
 # Usage: expect_survivors.sh LIMIT NP VICTIM PATTERN COMMAND...
-limit=$1 np=$2 victim=$3 pattern=$4
+# LIMIT is multiplied by TIDE_TEST_TIME_SCALE (the build sets it: see
+# tests/CMakeLists.txt).
+limit=$(($1 * ${TIDE_TEST_TIME_SCALE:-1})) np=$2 victim=$3 pattern=$4
 shift 4
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
