@@ -43,6 +43,7 @@ int terminal_columns() {
 using tide::examples::JsonWriter;
 using tide::examples::at_least;
 using tide::examples::number_above;
+using tide::examples::unsigned_whole;
 using namespace tide::train;
 
 /// A digest of the final parameters, to compare two runs exactly: 64-bit
@@ -154,7 +155,7 @@ int main(int argc, char** argv) {
                "start over even though --checkpoint holds a checkpoint, replacing it at the first write "
                "(without --resume or --overwrite, an existing checkpoint stops the run)");
   app.add_option("--dtype", dtype, "f32 or f64")->capture_default_str()->check(CLI::IsMember({"f32", "f64"}));
-  app.add_option("--seed", c.seed, "weights and data order")->capture_default_str();
+  app.add_option("--seed", c.seed, "weights and data order")->capture_default_str()->check(unsigned_whole());
   app.add_option("--train-rows", train_rows, "generated task: training rows")->capture_default_str()->check(at_least(1));
   app.add_option("--test-rows", test_rows, "generated task: held-out rows")->capture_default_str()->check(at_least(0));
   app.add_option("--features", features, "generated task: input width")->capture_default_str()->check(at_least(1));

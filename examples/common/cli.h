@@ -53,6 +53,22 @@ inline CLI::Validator at_least(long long min) {
       ">= " + std::to_string(min));
 }
 
+/// A whole number from 0 to 2^64 - 1 (CLI11 itself takes "-1" for an
+/// unsigned option, as 2^64 - 1).
+inline CLI::Validator unsigned_whole() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (digits) (void)std::strtoull(text.c_str(), &end, 10);
+        if (!digits || errno == ERANGE)
+          return "must be a whole number from 0 to 18446744073709551615, got '" + text + "'";
+        return "";
+      },
+      "UINT");
+}
+
 /// A real number above `bound` (or `bound` itself too, with `bound_allowed`),
 /// with a message that says so (CLI11's PositiveNumber and Range print the
 /// whole range of a double, 300 digits).

@@ -55,6 +55,21 @@ std::string hex(std::uint64_t v) {
   throw std::runtime_error(what + " " + path + ": " + std::strerror(err));
 }
 
+/// Whether process `pid` of this host may still write: it exists and is
+/// neither a zombie (dead, not yet reaped: a writer killed moments ago) nor
+/// exiting.
+bool writer_alive(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat_line;
+  if (!std::getline(stat_file, stat_line)) return true;  // cannot tell: keep its file
+  // "pid (comm) S ...": the state follows the last ')'.
+  const std::size_t close = stat_line.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat_line.size()) return true;
+  const char state = stat_line[close + 2];
+  return state != 'Z' && state != 'X' && state != 'x';
+}
+
 /// Closes `fd`, removes `tmp` and throws, keeping the error that happened first.
 [[noreturn]] void abandon(int fd, const std::string& tmp, const std::string& what, int err) {
   ::close(fd);
@@ -156,7 +171,7 @@ StaleTemporaries prepare_checkpoint_dir(const std::string& dir) {
     if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(digits));
     // A writer still running on this host (another run sharing the directory) keeps its file.
-    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    if (pid == ::getpid() || writer_alive(pid)) continue;
     std::error_code size_ec, remove_ec;
     const auto size = fs::file_size(entry.path(), size_ec);
     if (fs::remove(entry.path(), remove_ec)) {
@@ -174,9 +189,19 @@ std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
     if (errno == ENOENT) return std::nullopt;  // only a missing file means "none"
     fail("cannot read", path, errno);
   }
+  if (S_ISDIR(st.st_mode))
+    throw std::runtime_error("cannot read the checkpoint " + path + ": it is a directory, not a file");
+  if (!S_ISREG(st.st_mode))
+    throw std::runtime_error("cannot read the checkpoint " + path + ": it is not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read", path, errno ? errno : EIO);
-  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string file;
+  try {
+    file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot read the checkpoint " + path + ": " + e.what());
+  }
+  if (in.bad()) fail("cannot read", path, EIO);
   StFile parsed = decode_safetensors(file, path);
   auto meta = [&](const char* key) -> const std::string& {
     const auto it = parsed.metadata.find(key);

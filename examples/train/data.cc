@@ -200,6 +200,10 @@ Split load_mnist(const std::string& dir) {
   Split s;
   s.train = mnist_part(dir, "train");
   s.test = mnist_part(dir, "t10k");
+  if (s.test.features != s.train.features)
+    throw std::runtime_error("MNIST in " + dir + ": the test images have " + std::to_string(s.test.features) +
+                             " pixels each, the training images " + std::to_string(s.train.features) +
+                             ": a model takes one size (are they from two data sets?)");
   s.description = "MNIST from " + dir + ": " + std::to_string(s.train.rows) + " train / " +
                   std::to_string(s.test.rows) + " test images";
   return s;

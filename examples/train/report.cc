@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -144,6 +145,12 @@ void report_progress(Run& run, std::int64_t step, TrainResult& res, double& t_lo
 
 void record_speed(const Run& run, std::int64_t warm, double timed_s, TrainResult& res) {
   res.steps_run = run.total - run.start;
+  if (res.steps_run == 0) {
+    // A resume of a finished run: no loss, accuracy or speed was measured
+    // (NaN, written as null in JSON), rather than zeros that read as results.
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    res.last_loss = res.last_train_accuracy = res.step_ms = res.samples_per_s = none;
+  }
   const std::int64_t timed = res.steps_run - warm;
   if (timed > 0) {
     res.step_ms = 1e3 * timed_s / static_cast<double>(timed);
@@ -191,11 +198,20 @@ std::string wrap_lines(const std::string& text, int width) {
 
 std::string summary(const TrainResult& r, int ranks) {
   std::ostringstream os;
+  const std::string held_out = std::isnan(r.test_accuracy)
+                                   ? "  no held-out accuracy: there are no held-out rows\n"
+                                   : "  held-out accuracy " + fmt("%.1f%%", 100 * r.test_accuracy) + " (chance " +
+                                         fmt("%.1f%%", 100.0 / std::max(1, r.classes)) + ")\n";
+  if (r.steps_run == 0) {
+    os << "trained no steps: the run was complete already (step " << r.total_steps << " of " << r.total_steps
+       << ", from the checkpoint), so there is no final loss or speed to report\n"
+       << held_out << "  gradient buckets: " << r.buckets << "\n";
+    return os.str();
+  }
   os << "trained steps " << r.first_step << ".." << r.total_steps << " on " << ranks
      << (ranks == 1 ? " rank" : " ranks") << " (global batch " << r.global_batch << ")\n"
      << "  final loss " << fmt("%.4f", r.last_loss) << ", train accuracy " << fmt("%.1f%%", 100 * r.last_train_accuracy)
-     << "\n  held-out accuracy " << fmt("%.1f%%", 100 * r.test_accuracy) << " (chance "
-     << fmt("%.1f%%", 100.0 / std::max(1, r.classes)) << ")\n"
+     << "\n" << held_out
      << "  " << fmt("%.0f", r.samples_per_s) << " samples/s, " << fmt("%.2f", r.step_ms) << " ms per step\n"
      << "  blockers per step " << fmt("%.3f", r.blockers_per_step) << ", runahead stalls " << r.stalls << " ("
      << fmt("%.1f", r.stalled_ms) << " ms), peak queued " << fmt("%.2f", static_cast<double>(r.peak_queued_bytes) / (1 << 20))

@@ -1,5 +1,6 @@
 // One training step, and the held-out evaluation after the last one.
 #include <algorithm>
+#include <limits>
 
 #include "run.h"
 
@@ -48,6 +49,8 @@ BackwardRange train_step(Run& run, std::int64_t step, Batch& batch) {
 
 double test_accuracy(Run& run, Batch& batch) {
   const Dataset& test = run.data.test;
+  // No held-out rows (on every rank alike): no accuracy, rather than 0%.
+  if (test.rows == 0) return std::numeric_limits<double>::quiet_NaN();
   const std::int64_t lo = test.rows * run.rank / run.ranks, hi = test.rows * (run.rank + 1) / run.ranks;
   Tensor correct = zeros(Shape{}, {DType::i32, run.dev});
   constexpr std::int64_t kChunk = 1024;
@@ -61,7 +64,7 @@ double test_accuracy(Run& run, Batch& batch) {
     add_(correct, sum(eq(argmax(logits, 1), run.to_dev(from_vector(batch.y)))));
   }
   const double test_correct = run.comm.all_reduce(correct, ReduceOp::sum).item<double>();
-  return test.rows ? test_correct / static_cast<double>(test.rows) : 0;
+  return test_correct / static_cast<double>(test.rows);
 }
 
 }  // namespace tide::train

@@ -1,4 +1,5 @@
 // The trainer's data (generated task, IDX reader, sampler) and checkpoints.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -139,6 +140,15 @@ TEST(Mnist, MisshapenFilesAreNamedWithWhatIsWrong) {
   EXPECT_NE(message().find(labels + " is a directory, expected an IDX file"), std::string::npos) << message();
 }
 
+TEST(Mnist, TestImagesOfAnotherSizeAreNamed) {
+  TempDir d;
+  write_tiny_mnist(d.path, "train");  // 2 x 3 pixels
+  write_tiny_mnist(d.path, "t10k");
+  write_bytes(d.path / "t10k-images-idx3-ubyte", {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2, 9, 8, 7, 6});
+  const std::string message = load_error(d);
+  EXPECT_NE(message.find("the test images have 2 pixels each, the training images 6"), std::string::npos) << message;
+}
+
 TEST(Mnist, TheSameDataHasTheSameDigestWhateverItsPath) {
   TempDir d;
   write_tiny_mnist(d.path, "train");
@@ -180,6 +190,16 @@ std::string read_error(const std::string& dir) {
     return e.what();
   }
   return "no error";
+}
+
+TEST(Checkpoint, AFileThatIsADirectoryIsNamed) {
+  TempDir d;
+  const std::string dir = (d.path / "run").string();
+  fs::create_directories(checkpoint_path(dir));
+  const std::string message = read_error(dir);
+  EXPECT_NE(message.find("cannot read the checkpoint " + checkpoint_path(dir) + ": it is a directory, not a file"),
+            std::string::npos)
+      << message;
 }
 
 TEST(Checkpoint, RoundTripsAndRejectsDamage) {
@@ -353,6 +373,24 @@ TEST(CheckpointDir, StaleTemporariesAreRemovedLiveOnesKept) {
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(mine));
   EXPECT_TRUE(fs::exists(other));
+}
+
+TEST(CheckpointDir, TheTemporaryOfAWriterJustKilledIsRemovedAtOnce) {
+  // A writer killed moments ago is a zombie until its parent reaps it: it
+  // still answers kill(pid, 0), yet it will never finish its file.
+  TempDir d;
+  const std::string dir = d.path.string();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);  // exited, not reaped
+  const std::string zombie = checkpoint_path(dir) + ".tmp." + std::to_string(child);
+  write_bytes(zombie, std::vector<unsigned char>(500, 1));
+  const StaleTemporaries removed = prepare_checkpoint_dir(dir);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(removed.files, 1);
+  EXPECT_FALSE(fs::exists(zombie));
 }
 
 }  // namespace
