@@ -30,6 +30,8 @@ def main():
     a = p.parse_args()
     if a.batch < 1 or a.steps < 1 or a.log_every < 1 or a.lr <= 0 or a.bucket_mb <= 0:
         p.error("--batch, --steps and --log-every must be at least 1; --lr and --bucket-mb above 0")
+    if not 0 <= a.seed < 2 ** 64 - 64:
+        p.error("--seed must be a whole number from 0 to 2^64 - 65, got %d" % a.seed)
     rt = tide.init()
     (xtr, ytr), (xte, yte) = make_generated(24576, 4096, 64, 10, a.seed)
     widths = [64] + [int(h) for h in a.hidden.split(",")] + [10]
