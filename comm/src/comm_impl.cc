@@ -11,6 +11,7 @@ Communicator::Impl::Impl(const CommOptions& o, std::shared_ptr<Impl> parent_impl
       mpi(health, options.timeout_s, parent != nullptr),
       checks(mpi, health, options, parent ? &parent->checks : nullptr) {
   mpi.on_poll = [this] { checks.poll_all(); };
+  mpi.checks_busy = [this] { return checks.busy_any(); };
 }
 
 Communicator::Impl::~Impl() {

@@ -123,8 +123,11 @@ struct Notices {
   std::string mine;       // this rank's, once set never changed: its sends read it
   bool pending = false;   // set, not sent yet (left by a thread without MPI)
   bool sent = false;
-  std::chrono::steady_clock::time_point sent_at{};
+  std::vector<MPI_Request> sends;  // not yet complete (MPI thread only)
   std::string heard;  // the first a peer told of
+  // When this rank sent its notice or heard one: it gives the others a
+  // moment before it ends the job (ending_job).
+  std::chrono::steady_clock::time_point news_at{};
 };
 Notices& notices() {
   static auto* n = new Notices();  // never freed: sends may still read it at exit
@@ -132,9 +135,28 @@ Notices& notices() {
 }
 std::atomic<bool> g_heard{false};
 std::atomic<bool> g_notice_pending{false};
+std::atomic<bool> g_notice_sends{false};  // sends of the notice not yet complete
+
+/// MPI thread, with notices().mutex held: drives the notice's sends (MPI
+/// moves a message only inside MPI calls: a connection to the peer still to
+/// be made, a full queue) for up to `for_ms`; those left stay for the next
+/// poll.
+void progress_sends(Notices& n, int for_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(for_ms);
+  while (!n.sends.empty()) {
+    int done = 0;
+    if (MPI_Testall(static_cast<int>(n.sends.size()), n.sends.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
+        done) {
+      n.sends.clear();  // complete, or failed (a peer unreachable): nothing more to do
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= until) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
 
 /// MPI thread, with notices().mutex held: one non-blocking send to each
-/// peer whose process is not known gone, each left to complete on its own.
+/// peer whose process is not known gone.
 void send_notice(Notices& n) {
   n.pending = false;
   g_notice_pending.store(false, std::memory_order_relaxed);
@@ -145,10 +167,13 @@ void send_notice(Notices& n) {
     MPI_Request req = MPI_REQUEST_NULL;
     if (MPI_Isend(n.mine.data(), static_cast<int>(n.mine.size()), MPI_CHAR, r, kNoticeTag, g_ctrl, &req) ==
         MPI_SUCCESS)
-      MPI_Request_free(&req);
+      n.sends.push_back(req);
   }
   n.sent = true;
-  n.sent_at = std::chrono::steady_clock::now();
+  n.news_at = std::chrono::steady_clock::now();
+  // Most complete at once (eager messages over open connections); a peer
+  // not yet connected to takes a few milliseconds, one cut off forever.
+  progress_sends(n, 100);
 }
 
 /// MPI thread: takes in the notices peers sent (the first is kept).
@@ -165,6 +190,7 @@ void take_notices() {
     std::lock_guard<std::mutex> lock(n.mutex);
     if (!n.heard.empty()) continue;
     n.heard = text + " (reported by rank " + std::to_string(st.MPI_SOURCE) + ", where it was found)";
+    n.news_at = std::chrono::steady_clock::now();
     g_heard.store(true, std::memory_order_release);
   }
 }
@@ -347,10 +373,12 @@ void liveness_skipped(std::uint64_t ident, std::uint64_t seq) {
 void serve_queries(bool in_check) {
   if (!g_ready) return;
   t_mpi_thread = true;
-  if (g_notice_pending.load(std::memory_order_relaxed)) {
+  if (g_notice_pending.load(std::memory_order_relaxed) || g_notice_sends.load(std::memory_order_relaxed)) {
     Notices& n = notices();
     std::lock_guard<std::mutex> lock(n.mutex);
     if (n.pending) send_notice(n);
+    progress_sends(n, 0);
+    g_notice_sends.store(!n.sends.empty(), std::memory_order_relaxed);
   }
   take_notices();
   for (;;) {
@@ -384,6 +412,7 @@ void liveness_tell_peers(const std::string& reason) {
   n.pending = true;
   if (t_mpi_thread) {
     send_notice(n);
+    g_notice_sends.store(!n.sends.empty(), std::memory_order_relaxed);
   } else {
     g_notice_pending.store(true, std::memory_order_relaxed);
   }
@@ -549,16 +578,16 @@ void install_termination_report() {
 
 void ending_job() {
   detail::g_ending.store(true, std::memory_order_relaxed);
-  // A failure told to the peers moments ago: give those waiting in a
-  // collective the moment they need to take it in (they poll for it every
-  // millisecond or so) before MPI_Abort ends them, so that each names the
-  // cause rather than the launcher's SIGTERM.
+  // A failure told to the peers, or heard from one, moments ago: give those
+  // waiting in a collective the moment they need to take it in (they poll
+  // for it every millisecond or so) before MPI_Abort ends them, so that each
+  // names the cause rather than the launcher's SIGTERM.
   constexpr auto kHearing = std::chrono::milliseconds(500);
   detail::Notices& n = detail::notices();
   std::chrono::steady_clock::time_point until{};
   {
     std::lock_guard<std::mutex> lock(n.mutex);
-    if (n.sent) until = n.sent_at + kHearing;
+    if (n.sent || !n.heard.empty()) until = n.news_at + kHearing;
   }
   if (until > std::chrono::steady_clock::now()) std::this_thread::sleep_until(until);
 }

@@ -60,7 +60,9 @@ void serve_queries(bool in_check = false);
 /// the same cause, instead of waiting out its timeout for a rank that no
 /// longer answers roll calls. Once per process; nothing when a peer told
 /// this rank first (the peers heard it from there). Any thread: on one
-/// that makes no MPI calls the comm thread sends it at its next poll.
+/// that makes no MPI calls (a GPU's comm stream worker) it is left for the
+/// comm thread's next wait past its first spin, and goes untold if the comm
+/// thread waits nowhere before the job ends.
 void liveness_tell_peers(const std::string& reason);
 /// The first failure a peer told this rank of, as "<its reason> (reported
 /// by rank R, where it was found)", or "". Comm thread: waits fail with it.

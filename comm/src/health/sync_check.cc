@@ -144,6 +144,15 @@ void SyncChecker::poll() {
   if (!check_in_flight) ++checks_finished;
 }
 
+bool SyncChecker::busy_any() const {
+  for (const SyncChecker* c = this; c; c = c->parent_)
+    if (c->enabled_ && !c->check_failed.load(std::memory_order_relaxed) &&
+        (c->check_in_flight || c->checks_started < c->checks_ready.load(std::memory_order_acquire) ||
+         c->rechecks_owed > 0 || c->recheck_in_flight))
+      return true;
+  return false;
+}
+
 void SyncChecker::poll_recheck() {
   using clock = std::chrono::steady_clock;
   if (!recheck_in_flight) {
@@ -331,6 +340,15 @@ void SyncChecker::check_timed_out(const char* during, double waited_s) {
   health_.fail(check_failure);
 }
 
+void SyncChecker::fail_if_told(double& told_at_s, double waited_s) {
+  const std::string told = told_failure();
+  if (told.empty()) return;
+  // The checks being waited for may still name a desync behind the told
+  // failure (every rank takes part in them): they get a moment first.
+  if (told_at_s < 0) told_at_s = waited_s;
+  if (waited_s - told_at_s >= kToldGrace_s) health_.fail(told);
+}
+
 double SyncChecker::check_wait_s() const {
   // Once the communicator is broken (a collective timed out, say) a check
   // can only name a desync that explains the failure, and peers that are
@@ -347,11 +365,12 @@ void SyncChecker::run(std::uint64_t index, std::uint64_t count) {
   note_skipped_before(count);
   const double limit_s = check_wait_s();
   Poller poller(limit_s);
+  double told_at_s = -1;
   while (checks_finished < index) {
     poll();
     if (checks_finished >= index) break;
     if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others, failures told
-    if (const std::string told = told_failure(); !told.empty()) health_.fail(told);
+    fail_if_told(told_at_s, poller.waited_s());
     if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
   poll();  // starts this one (unless a wait already did); a later poll finishes it
@@ -361,6 +380,7 @@ void SyncChecker::finish() {
   if (check_failed.load(std::memory_order_relaxed)) return;
   const double limit_s = check_wait_s();
   Poller poller(limit_s);
+  double told_at_s = -1;
   // Rechecks too: a skip judged undecided by the last check is judged here,
   // once every rank has drained its collectives.
   const auto pending = [&] {
@@ -370,7 +390,7 @@ void SyncChecker::finish() {
     poll();
     if (!pending()) break;
     if (poller.periodic() && poller.slow()) serve_queries(true);  // roll calls of others, failures told
-    if (const std::string told = told_failure(); !told.empty()) health_.fail(told);
+    fail_if_told(told_at_s, poller.waited_s());
     if (!poller.next()) check_timed_out("waiting for the peers", limit_s);
   }
 }

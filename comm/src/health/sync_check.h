@@ -87,6 +87,10 @@ class SyncChecker {
   void poll();
   /// poll on this communicator and those it was split from.
   void poll_all();
+  /// A check of this communicator or one it was split from is posted and
+  /// not yet judged (or a recheck is owed): a failure a peer told of may
+  /// yet be named better by it (a desync behind an MPI error).
+  bool busy_any() const;
   /// The check op: waits (timed) for the checks before `index` and starts
   /// check `index` (of the first `count` collectives), which completes in
   /// later polls.
@@ -123,6 +127,17 @@ class SyncChecker {
   /// kBrokenCheckWait_s once the communicator is broken.
   double check_wait_s() const;
   static constexpr double kBrokenCheckWait_s = 1.0;
+  /// A peer told of a failure (told_failure) while this waits for checks:
+  /// fails with it once the checks have had kToldGrace_s to name a desync.
+  /// `told_at_s`: when it was first seen (-1: not yet), kept by the caller.
+  void fail_if_told(double& told_at_s, double waited_s);
+
+ public:
+  /// How long a wait that heard a peer's failure goes on polling the checks
+  /// still in flight, which may name a desync behind it.
+  static constexpr double kToldGrace_s = 1.0;
+
+ private:
   [[noreturn]] void check_mpi_failed(int rc, const char* expr);
 
   MpiGroup& mpi_;

@@ -33,6 +33,7 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
   double next_look_s = kLookEvery_s;
   double next_ask_s = kRollCallAfter_s;
   double held_at_s = 0;
+  double told_at_s = -1;  // when a peer's failure was first heard here
   for (;;) {
     int done = 0;
     if (int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE); rc != MPI_SUCCESS)
@@ -59,8 +60,26 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
       if (held_ && poller.waited_s() - held_at_s > kHeldGrace_s) rethrow_held();
       if (poller.slow()) {
         serve_queries();
-        // A peer broke the world and said why: it will not join this.
-        if (const std::string told = told_failure(); !told.empty()) health_.fail(told);
+        // A peer broke the world and said why: it will not join this. The
+        // desync checks in flight get a moment to name a desync behind it
+        // (on_poll above runs them); the failure is held like theirs while
+        // arrive() waits (peers that have this rank's arrival may be in the
+        // blocking call already).
+        if (!held_)
+          if (const std::string told = told_failure(); !told.empty()) {
+            if (told_at_s < 0) told_at_s = poller.waited_s();
+            const bool checks_may_name_it =
+                checks_busy && checks_busy() && poller.waited_s() - told_at_s < kToldGrace_s;
+            if (!checks_may_name_it) {
+              if (!hold_poll_failures_) health_.fail(told);
+              try {
+                health_.fail(told);
+              } catch (...) {
+                held_ = std::current_exception();
+                held_at_s = poller.waited_s();
+              }
+            }
+          }
         roll.collect();
         if (roll.asked())
           if (const std::string skip = roll.skip_found(ident, what); !skip.empty()) health_.fail(skip, true);

@@ -42,6 +42,11 @@ class MpiGroup {
   /// Called every 16th poll of a wait: the desync checks progress there, so
   /// a collective that hangs because ranks diverged is named by a check.
   std::function<void()> on_poll;
+  /// Whether a desync check is still to be judged (SyncChecker::busy_any):
+  /// a wait that heard a peer's failure polls on for up to kToldGrace_s
+  /// while one is, so that a desync behind that failure is named.
+  std::function<bool()> checks_busy;
+  static constexpr double kToldGrace_s = 1.0;
 
   /// More than one rank over MPI: collectives talk to peers.
   bool spans_ranks() const { return active && size > 1; }

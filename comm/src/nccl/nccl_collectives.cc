@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include <tide/core/assert.h>
 #include <tide/core/cuda_check.h>
 #include <tide/core/engine.h>
 
@@ -293,7 +294,7 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
                                    stream);
       break;
     default:
-      throw UsageError(std::string("no NCCL collective for ") + collective_kind_name(what.kind));
+      TIDE_UNREACHABLE("a GPU collective of a kind that has no NCCL call (the frontend pushes none)");
   }
   Poller poller(impl.options.timeout_s);
   if (r == ncclInProgress) r = settle(nc.comm, poller);
@@ -317,6 +318,11 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
         nc.abort();
         throw CommError(name_of(impl, what, nc.device) + ": abandoned, the communicator broke while it waited: " +
                         impl.failure());
+      }
+      // A peer broke the world and said why (heard by the comm thread).
+      if (const std::string told = told_failure(); !told.empty()) {
+        nc.abort();
+        impl.fail(name_of(impl, what, nc.device) + ": abandoned: " + told);
       }
       ncclResult_t state = ncclSuccess;
       if (ncclResult_t g = ncclCommGetAsyncError(nc.comm, &state); g != ncclSuccess) state = g;
