@@ -17,7 +17,7 @@ namespace tide::detail {
 /// several ranks, or does the local equivalent when it does not.
 template <typename Kernel>
 void push_host_collective(const std::shared_ptr<Communicator::Impl>& impl, Engine& e, const char* name,
-                          const CollectiveId& what, StorageList reads, StorageList writes, std::source_location loc,
+                          const CollectiveId& what, StorageList reads, StorageList writes, Loc loc,
                           Kernel kernel) {
   push_comm(e, name, std::move(reads), std::move(writes), loc,
             [impl, what, kernel = std::move(kernel)](const OpContext& c) {

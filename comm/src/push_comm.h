@@ -14,7 +14,7 @@ namespace tide::detail {
 /// An op on `device`'s comm stream, as given.
 template <typename Fn>
 void push_on_comm_stream(Engine& e, Device device, const char* name, StorageList reads, StorageList writes,
-                         std::source_location loc, Fn fn) {
+                         Loc loc, Fn fn) {
   OpDesc op;
   op.name = name;
   op.device = device;
@@ -28,7 +28,7 @@ void push_on_comm_stream(Engine& e, Device device, const char* name, StorageList
 
 /// An op on the comm thread (cpu:0's comm stream).
 template <typename Fn>
-void push_comm(Engine& e, const char* name, StorageList reads, StorageList writes, std::source_location loc,
+void push_comm(Engine& e, const char* name, StorageList reads, StorageList writes, Loc loc,
                Fn fn) {
   // A kernel that throws has left its collective: the SIGTERM report and
   // the roll-call answers must not place this rank inside it any more.

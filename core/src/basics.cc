@@ -84,7 +84,7 @@ static std::string describe(const OpProvenance& p) {
 BackendError::BackendError(std::shared_ptr<const OpProvenance> p)
     : Error(describe(*p)), prov_(std::move(p)) {}
 
-std::string format_call_site(const std::source_location& loc) {
+std::string format_call_site(const Loc& loc) {
   std::string file = loc.file_name();
   if (file.empty() && loc.line() == 0) return "unknown call site";
   return file + ":" + std::to_string(loc.line()) + " (" + loc.function_name() + ")";

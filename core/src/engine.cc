@@ -345,7 +345,7 @@ void Engine::drop_errors() {
   counters_->errors.clear();
 }
 
-void Engine::record_blocker(const char* kind, std::source_location loc, std::int64_t ns) {
+void Engine::record_blocker(const char* kind, Loc loc, std::int64_t ns) {
   std::lock_guard<std::mutex> lock(counters_->mutex);
   auto& site = counters_->sites[{loc.file_name(), loc.line(), loc.column(), kind}];
   site.kind = kind;
@@ -375,7 +375,7 @@ std::vector<FrontendEvent> Engine::take_frontend_trace() {
   return out;
 }
 
-void Engine::wait_for(const Storage& s, const char* kind, std::source_location loc) {
+void Engine::wait_for(const Storage& s, const char* kind, Loc loc) {
   check_frontend_thread();
   if (s.engine_id() != id_) throw UsageError("wait_to_read on a tensor of another engine");
   std::int64_t t0 = now_ns();
@@ -385,7 +385,7 @@ void Engine::wait_for(const Storage& s, const char* kind, std::source_location l
   rethrow_poison(s);
 }
 
-void Engine::wait_all(std::source_location loc) {
+void Engine::wait_all(Loc loc) {
   check_frontend_thread();
   std::int64_t t0 = now_ns();
   wait_everything();
@@ -393,7 +393,7 @@ void Engine::wait_all(std::source_location loc) {
   rethrow_first_unreported();
 }
 
-Step Engine::step(std::source_location loc) {
+Step Engine::step(Loc loc) {
   check_frontend_thread();
   if (in_step_)
     throw UsageError("step() at " + format_call_site(loc) + " while another step is open: steps do not nest");

@@ -62,7 +62,7 @@ struct Engine::Counters {
   using SiteKey = std::tuple<const char*, std::uint32_t, std::uint32_t, const char*>;
   struct Site {
     const char* kind;
-    std::source_location loc;
+    Loc loc;
     std::uint64_t count = 0;
     std::int64_t ns = 0;
   };

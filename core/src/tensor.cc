@@ -54,12 +54,12 @@ Engine& Tensor::engine() const {
   return *e;
 }
 
-const Tensor& Tensor::wait_to_read(std::source_location loc) const {
+const Tensor& Tensor::wait_to_read(Loc loc) const {
   engine().wait_for(*storage_, "wait_to_read", loc);
   return *this;
 }
 
-const void* Tensor::read_host(const char* kind, std::source_location loc) const {
+const void* Tensor::read_host(const char* kind, Loc loc) const {
   Engine& e = engine();
   e.wait_for(*storage_, kind, loc);
   if (storage_->device().is_cpu()) return storage_->data();

@@ -361,7 +361,7 @@ Runtime::~Runtime() {
   }
 }
 
-Step Runtime::step(std::source_location loc) {
+Step Runtime::step(Loc loc) {
   // Before the gate: when the last step's collectives hang because the
   // ranks diverged, this check is what names the divergence, and the gate
   // may be waiting for that very step.
@@ -420,6 +420,6 @@ void Runtime::log(const std::string& line) const {
   std::fflush(stdout);
 }
 
-void wait_all(std::source_location loc) { current_engine().wait_all(loc); }
+void wait_all(Loc loc) { current_engine().wait_all(loc); }
 
 }  // namespace tide

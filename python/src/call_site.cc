@@ -1,17 +1,12 @@
-// std::source_location has no public constructor: it is made by the
-// compiler. libstdc++'s holds one pointer to a record {file, function, line,
-// column}; a location is made here by pointing one at a record of our own,
-// kept for the life of the process. That layout is an implementation detail,
-// so it is used only with libstdc++, when the sizes agree and a location so
-// made reads back what was put in (checked once); otherwise the C++ line of
-// the binding is the call site, as before.
+// The Python caller's frame as a tide::Loc: its file and function names are
+// interned here (one copy per code object and line, kept for the life of the
+// process, as a Loc does not own its strings).
 #include "call_site.h"
 
 #include <Python.h>
 #include <frameobject.h>
 
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -20,34 +15,6 @@
 namespace tide::python {
 
 namespace {
-
-struct Record {  // libstdc++'s std::source_location::__impl
-  const char* file;
-  const char* function;
-  unsigned line;
-  unsigned column;
-};
-
-std::source_location from_record(const Record* r) {
-  std::source_location loc;
-  static_assert(sizeof loc == sizeof r, "std::source_location is one pointer in libstdc++");
-  std::memcpy(static_cast<void*>(&loc), &r, sizeof r);
-  return loc;
-}
-
-bool layout_checked() {
-#if defined(__GLIBCXX__)
-  static const bool ok = [] {
-    static const Record probe{"probe.py", "probe", 42, 7};
-    const std::source_location loc = from_record(&probe);
-    return std::strcmp(loc.file_name(), "probe.py") == 0 && std::strcmp(loc.function_name(), "probe") == 0 &&
-           loc.line() == 42 && loc.column() == 7;
-  }();
-  return ok;
-#else
-  return false;
-#endif
-}
 
 struct Key {
   PyCodeObject* code;
@@ -64,11 +31,10 @@ struct KeyHash {
 /// kept alive (one reference each) so that their addresses are never reused
 /// for another function while their records stand.
 struct Sites {
-  std::unordered_map<Key, const Record*, KeyHash> by_key;
-  std::deque<Record> records;
+  std::unordered_map<Key, Loc, KeyHash> by_key;
   std::deque<std::string> strings;
 
-  const Record* find(PyCodeObject* code, int line) {
+  Loc find(PyCodeObject* code, int line) {
     const Key k{code, line};
     if (auto it = by_key.find(k); it != by_key.end()) return it->second;
     Py_INCREF(reinterpret_cast<PyObject*>(code));
@@ -76,8 +42,7 @@ struct Sites {
     const char* file = strings.back().c_str();
     strings.push_back(text_of(reinterpret_cast<PyObject*>(code), "co_name"));
     const char* function = strings.back().c_str();
-    records.push_back({file, function, static_cast<unsigned>(line > 0 ? line : 0), 0});
-    return by_key[k] = &records.back();
+    return by_key[k] = Loc(file, function, static_cast<std::uint_least32_t>(line > 0 ? line : 0));
   }
 
   static std::string text_of(PyObject* code, const char* attr) {
@@ -98,17 +63,14 @@ Sites& sites() {
 
 }  // namespace
 
-bool python_call_sites() { return layout_checked(); }
-
-std::source_location here(std::source_location fallback) {
-  if (!layout_checked()) return fallback;
+Loc here(Loc fallback) {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed; null outside Python code
   if (!frame) return fallback;
   PyCodeObject* code = PyFrame_GetCode(frame);  // a new reference
   const int line = PyFrame_GetLineNumber(frame);
-  const Record* r = sites().find(code, line);
+  const Loc loc = sites().find(code, line);
   Py_DECREF(reinterpret_cast<PyObject*>(code));
-  return from_record(r);
+  return loc;
 }
 
 }  // namespace tide::python

@@ -3,16 +3,12 @@
 // the user's C++ line for a C++ caller.
 #pragma once
 
-#include <source_location>
+#include <tide/core/loc.h>
 
 namespace tide::python {
 
-/// The innermost Python frame's file, function and line as a
-/// std::source_location, or `fallback` when there is no Python frame or the
-/// standard library's layout is not the one checked at import.
-std::source_location here(std::source_location fallback = std::source_location::current());
-
-/// Whether here() can give Python call sites in this build (checked once).
-bool python_call_sites();
+/// The innermost Python frame's file, function and line, or `fallback` when
+/// no Python code is running.
+Loc here(Loc fallback = Loc::current());
 
 }  // namespace tide::python

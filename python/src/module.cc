@@ -43,7 +43,7 @@ class PyStep {
  public:
   void enter() {
     Runtime& rt = runtime();
-    const std::source_location loc = here();
+    const Loc loc = here();
     py::gil_scoped_release nogil;
     step_ = std::make_unique<Step>(rt.step(loc));
   }
@@ -175,7 +175,7 @@ PYBIND11_MODULE(_tide, m) {
            "prints on rank 0 only")
       .def("wait_all", [](RuntimeHandle) {
         Runtime& rt = runtime();
-        const std::source_location loc = here();
+        const Loc loc = here();
         py::gil_scoped_release nogil;
         rt.wait_all(loc);
       });
@@ -196,8 +196,8 @@ PYBIND11_MODULE(_tide, m) {
       "starts the runtime: MPI under a launcher (mpirun, tiderun, srun), a world of one rank otherwise");
   m.def("runtime", [] { (void)runtime(); return RuntimeHandle{}; }, "the runtime tide.init() made");
   m.def("initialized", [] { return current_runtime() != nullptr; });
-  m.def("python_call_sites", &python_call_sites,
-        "whether errors, blockers and the trace name Python lines (else the module's C++ lines)");
+  m.def("python_call_sites", [] { return true; },
+        "whether errors, blockers and the trace name Python lines: always, in every build");
   m.def(
       "shutdown",
       [] {
@@ -207,7 +207,7 @@ PYBIND11_MODULE(_tide, m) {
       "finishes queued work and ends the runtime (MPI too); later calls on tensors raise tide.UsageError");
   m.def("wait_all", [] {
     Engine& e = current_engine();
-    const std::source_location loc = here();
+    const Loc loc = here();
     py::gil_scoped_release nogil;
     e.wait_all(loc);
   }, "barrier: waits for everything queued");

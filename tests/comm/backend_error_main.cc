@@ -24,7 +24,7 @@
 // A rank whose collectives all complete prints "finished normally": that
 // must not happen on any rank.
 #include <cstdio>
-#include <source_location>
+#include <tide/core/loc.h>
 #include <stdexcept>
 #include <string>
 
@@ -37,7 +37,7 @@ tide::Tensor failed_op_output(int rank) {
   tide::OpDesc op;
   op.name = "failing_op";
   op.device = tide::cpu(0);
-  op.loc = std::source_location::current();
+  op.loc = tide::Loc::current();
   op.fn = [rank](const tide::OpContext&) {
     throw std::runtime_error("injected failure on rank " + std::to_string(rank));
   };

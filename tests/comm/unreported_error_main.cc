@@ -3,7 +3,7 @@
 // Runtime says which error went unreported). With mpirun, every rank's op
 // fails; without, the one rank's.
 #include <cstdio>
-#include <source_location>
+#include <tide/core/loc.h>
 #include <stdexcept>
 #include <string>
 
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   tide::OpDesc op;
   op.name = "failing_op";
   op.device = tide::cpu(0);
-  op.loc = std::source_location::current();
+  op.loc = tide::Loc::current();
   op.fn = [rank = rt->rank()](const tide::OpContext&) {
     throw std::runtime_error("injected failure on rank " + std::to_string(rank));
   };

@@ -36,7 +36,7 @@ TEST(CallSite, AnOpWithoutALocationHasAnUnknownCallSite) {
   } catch (const BackendError& err) {
     EXPECT_EQ(err.provenance().call_site, "unknown call site");
   }
-  EXPECT_EQ(format_call_site(std::source_location{}), "unknown call site");
+  EXPECT_EQ(format_call_site(Loc{}), "unknown call site");
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ std::shared_ptr<Storage> buffer(Engine& e, Device device, std::size_t n) {
 }
 
 void push(Engine& e, const char* name, Device device, StreamKind stream, StorageList reads,
-          StorageList writes, std::function<void(const OpContext&)> fn, std::source_location loc) {
+          StorageList writes, std::function<void(const OpContext&)> fn, Loc loc) {
   OpDesc op;
   op.name = name;
   op.device = device;

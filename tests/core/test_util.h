@@ -34,7 +34,7 @@ inline std::int64_t* values(const std::shared_ptr<Storage>& s) {
 /// Pushes `fn` on (device, stream kind) with the given read and write sets.
 void push(Engine& e, const char* name, Device device, StreamKind stream, StorageList reads,
           StorageList writes, std::function<void(const OpContext&)> fn,
-          std::source_location loc = std::source_location::current());
+          Loc loc = Loc::current());
 
 /// Burns roughly `us` microseconds of CPU (a stand-in for real work).
 void busy_us(int us);

@@ -15,6 +15,7 @@
 #include <limits>
 #include <type_traits>
 
+#include <tide/core/assert.h>
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
 
@@ -184,7 +185,7 @@ void reduce_dtype(kernels::ReduceOp op, const void* in, void* out, std::int64_t 
       if constexpr (std::is_floating_point_v<T>) return reduce_t<T, Mode::mean>(ti, to, outer, len, inner, s);
       else throw DTypeError("mean: needs a floating dtype (f32 or f64)");
   }
-  throw Error("launch_reduce: unknown op");
+  TIDE_UNREACHABLE("launch_reduce: a ReduceOp this switch does not name");
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <source_location>
+#include <tide/core/loc.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,15 +126,15 @@ class Engine {
 
   /// Blocks until the last op writing `s` has run; rethrows its error.
   void wait_for(const Storage& s, const char* kind = "wait_to_read",
-                std::source_location loc = std::source_location::current());
+                Loc loc = Loc::current());
   /// Blocks until every pushed op has run; rethrows the first error not yet
   /// reported at a barrier.
-  void wait_all(std::source_location loc = std::source_location::current());
+  void wait_all(Loc loc = Loc::current());
   /// Counts a host-blocking call (for blockers that wait through wait_for).
-  void record_blocker(const char* kind, std::source_location loc, std::int64_t ns);
+  void record_blocker(const char* kind, Loc loc, std::int64_t ns);
 
   /// Marks a minibatch; may block at the in-flight-steps gate.
-  Step step(std::source_location loc = std::source_location::current());
+  Step step(Loc loc = Loc::current());
 
   void set_policy(const SyncPolicy& p);
   const SyncPolicy& policy() const { return policy_; }

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 #include <memory>
-#include <source_location>
+#include <tide/core/loc.h>
 #include <stdexcept>
 #include <string>
 
@@ -88,6 +88,6 @@ class BackendError : public Error {
 
 /// "file:line (function)", or "unknown call site" for a default-constructed
 /// location.
-std::string format_call_site(const std::source_location& loc);
+std::string format_call_site(const Loc& loc);
 
 }  // namespace tide

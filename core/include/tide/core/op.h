@@ -7,7 +7,7 @@
 #include <array>
 #include <initializer_list>
 #include <memory>
-#include <source_location>
+#include <tide/core/loc.h>
 
 #include <tide/core/device.h>
 #include <tide/core/small_function.h>
@@ -77,9 +77,9 @@ struct OpDesc {
   StorageList reads;
   StorageList writes;
   /// The frontend call that pushed it, named in its errors; set it from a
-  /// std::source_location parameter of the caller (unset reads "unknown
+  /// Loc parameter of the caller (unset reads "unknown
   /// call site").
-  std::source_location loc{};
+  Loc loc{};
   /// Call fn (with OpContext::skipped) when the op is skipped.
   bool notify_skip = false;
 };

@@ -16,7 +16,7 @@
 #include <exception>
 #include <iosfwd>
 #include <memory>
-#include <source_location>
+#include <tide/core/loc.h>
 #include <string>
 
 #include <tide/comm/communicator.h>
@@ -101,8 +101,8 @@ class Runtime {
   /// ranks that pushed different collectives since the last step fail with
   /// the first differing one named. Not a blocker. So the ranks' steps must
   /// hold the same collectives (a step without any pushes no check).
-  Step step(std::source_location loc = std::source_location::current());
-  void wait_all(std::source_location loc = std::source_location::current()) { engine_->wait_all(loc); }
+  Step step(Loc loc = Loc::current());
+  void wait_all(Loc loc = Loc::current()) { engine_->wait_all(loc); }
   void set_policy(const SyncPolicy& p) { engine_->set_policy(p); }
   Stats stats() const { return engine_->stats(); }
 
@@ -151,7 +151,7 @@ class Runtime {
 };
 
 /// wait_all on the current engine.
-void wait_all(std::source_location loc = std::source_location::current());
+void wait_all(Loc loc = Loc::current());
 
 /// True when this process was started by an MPI launcher (its variables are set).
 bool launched_by_mpi();
