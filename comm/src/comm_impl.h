@@ -20,7 +20,7 @@
 #include "health/desync.h"
 #include "health/failure.h"
 #include "health/flight_recorder.h"
-#include "health/sync_check.h"
+#include "check/sync_check.h"
 #include "mpi/mpi_group.h"
 #include "nccl/nccl_sets.h"
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "desync.h"
+#include "../health/desync.h"
 
 namespace tide::detail {
 

@@ -18,8 +18,8 @@
 
 #include <tide/comm/types.h>
 
-#include "desync.h"
-#include "failure.h"
+#include "../health/desync.h"
+#include "../health/failure.h"
 #include "sig_history.h"
 
 namespace tide::detail {

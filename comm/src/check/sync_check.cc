@@ -30,9 +30,9 @@
 
 #include <tide/comm/mpi_check.h>
 
+#include "../health/liveness.h"
 #include "../mpi/mpi_group.h"
 #include "../mpi/poller.h"
-#include "liveness.h"
 
 namespace tide::detail {
 
