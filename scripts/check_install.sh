@@ -14,6 +14,11 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "check_install: FAILED: $*" >&2; exit 1; }
 
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" || fail "cmake --install $build: $(tail -5 "$work/install.log")"
+# Headers internal to the build (check macros, kernels' math) stay out.
+for h in tide/core/cuda_check.h tide/ops/normal_f32.h tide/comm/mpi_check.h; do
+  [ ! -e "$work/prefix/include/$h" ] || fail "$h was installed: it is internal to the build"
+done
+[ -e "$work/prefix/include/tide/tide.h" ] || fail "tide/tide.h was not installed"
 cp -r "$root/tests/install/consumer" "$work/src"
 cmake -S "$work/src" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release "$@" \
   >"$work/configure.log" 2>&1 || fail "configuring the consumer: $(cat "$work/configure.log")"

@@ -24,6 +24,7 @@
 #include <string>
 
 #include <tide/core/device.h>
+#include <tide/core/device_guard.h>
 
 namespace tide::backend {
 
@@ -42,20 +43,7 @@ std::string device_unshareable(int device);
 /// Makes `device` the calling thread's current GPU (throws tide::Error).
 void set_device(int device);
 
-/// Makes `device` current for a scope and restores the thread's previous
-/// one after, so work tide does on the frontend's thread (creating streams,
-/// blockers' copies, the naive engine's ops) never leaves the user's
-/// current device changed. Switches only when they differ.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_ = -1;  // -1: nothing to restore
-};
+// DeviceGuard: <tide/core/device_guard.h> (shared with ops and comm).
 
 /// How a device's event clock follows the host's while tracing (see
 /// device_clock.h): anchors made, host readings used and ignored (too

@@ -23,37 +23,13 @@
 
 #include <tide/core/assert.h>
 #include <tide/core/cuda_check.h>
+#include <tide/core/device_guard.h>
 #include <tide/core/engine.h>
 
 #include "../mpi/poller.h"
 #include "../push_comm.h"
 
 namespace tide::detail {
-
-namespace {
-
-/// The calling thread's current GPU for a scope (the naive engine runs the
-/// init op on the user's thread, whose current device must stay theirs).
-class CurrentGpu {
- public:
-  explicit CurrentGpu(int device) {
-    if (cudaGetDevice(&prev_) != cudaSuccess) prev_ = -1;
-    if (prev_ != device) TIDE_CUDA_CHECK(cudaSetDevice(device));
-  }
-  /// Restores the previous device, whatever the scope made current since.
-  ~CurrentGpu() {
-    int now = -1;
-    if (prev_ >= 0 && (cudaGetDevice(&now) != cudaSuccess || now != prev_) && cudaSetDevice(prev_) != cudaSuccess)
-      cudaGetLastError();
-  }
-  CurrentGpu(const CurrentGpu&) = delete;
-  CurrentGpu& operator=(const CurrentGpu&) = delete;
-
- private:
-  int prev_ = -1;
-};
-
-}  // namespace
 
 struct NcclComm {
   int device = 0;
@@ -94,7 +70,7 @@ struct NcclComm {
   ~NcclComm() {
     if (!comm && !done) return;
     try {
-      CurrentGpu gpu(device);
+      backend::DeviceGuard gpu(device, true);
       release();
     } catch (const std::exception&) {
       // The device is gone (process exit): the driver reclaims everything.
@@ -203,7 +179,7 @@ void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclC
   ncclResult_t r = ncclSuccess;
   {
     // NCCL binds a communicator to the calling thread's current GPU.
-    CurrentGpu restore(ncs[0]->device);
+    backend::DeviceGuard restore(ncs[0]->device, true);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // so that a stuck init can be timed out and aborted
     if (k > 1) r = ncclGroupStart();
@@ -231,7 +207,7 @@ void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclC
     impl.fail(name + ": ncclCommInitRankConfig failed on rank " + std::to_string(impl.mpi.rank) + ": " + text);
   }
   for (std::size_t i = 0; i < ncs.size(); ++i) {
-    CurrentGpu gpu(ncs[i]->device);
+    backend::DeviceGuard gpu(ncs[i]->device, true);
     if (cudaError_t e = cudaEventCreateWithFlags(&ncs[i]->done, cudaEventDisableTiming); e != cudaSuccess) {
       abort_all();
       impl.fail(name + ": " + cuda_error_message(e, "cudaEventCreateWithFlags", __FILE__, __LINE__));

@@ -58,16 +58,20 @@ std::string device_unshareable(int device) {
 
 void set_device(int device) { TIDE_CUDA_CHECK(cudaSetDevice(device)); }
 
-DeviceGuard::DeviceGuard(int device) {
+DeviceGuard::DeviceGuard(int device, bool restore_any) : restore_any_(restore_any) {
   int prev = 0;
   TIDE_CUDA_CHECK(cudaGetDevice(&prev));
+  if (restore_any) prev_ = prev;
   if (prev == device) return;
   TIDE_CUDA_CHECK(cudaSetDevice(device));
   prev_ = prev;
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (prev_ >= 0 && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
+  if (prev_ < 0) return;
+  int now = -1;
+  if (restore_any_ && cudaGetDevice(&now) == cudaSuccess && now == prev_) return;
+  if (cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
 }
 
 }  // namespace tide::backend

@@ -26,7 +26,7 @@ std::string device_uuid(int device) { not_built(gpu(device)); }
 std::string device_unshareable(int device) { not_built(gpu(device)); }
 void set_device(int device) { not_built(gpu(device)); }
 
-DeviceGuard::DeviceGuard(int device) { not_built(gpu(device)); }
+DeviceGuard::DeviceGuard(int device, bool) { not_built(gpu(device)); }
 DeviceGuard::~DeviceGuard() = default;
 
 void* alloc(int device, std::size_t) { not_built("cannot allocate on " + gpu(device)); }
