@@ -137,8 +137,22 @@ struct Optim {
 };
 
 // ---------------------------------------------------------------------------
-// The tables, one per family and device kind.
+// The tables: one row per device kind, each family's table in it. A backend
+// folder defines its row (cpu/tables.cc; cuda/tables.cc, or no_gpu/tables.cc
+// whose entries are all null); a new device kind is a DeviceKind, a row
+// here and a folder that fills it.
 
+struct KernelRow {
+  const Elementwise* elementwise;
+  const Creation* creation;
+  const Reduction* reduction;
+  const Linalg* linalg;
+  const Nn* nn;
+  const Optim* optim;
+};
+extern const KernelRow cpu_row, cuda_row;
+// The CPU's and CUDA's tables, which their rows hold (the CUDA ones are
+// defined only in a build with the backend).
 extern const Elementwise cpu_elementwise, cuda_elementwise;
 extern const Creation cpu_creation, cuda_creation;
 extern const Reduction cpu_reduction, cuda_reduction;
@@ -146,12 +160,19 @@ extern const Linalg cpu_linalg, cuda_linalg;
 extern const Nn cpu_nn, cuda_nn;
 extern const Optim cpu_optim, cuda_optim;
 
-inline const Elementwise& elementwise(Device d) { return d.is_cuda() ? cuda_elementwise : cpu_elementwise; }
-inline const Creation& creation(Device d) { return d.is_cuda() ? cuda_creation : cpu_creation; }
-inline const Reduction& reduction(Device d) { return d.is_cuda() ? cuda_reduction : cpu_reduction; }
-inline const Linalg& linalg(Device d) { return d.is_cuda() ? cuda_linalg : cpu_linalg; }
-inline const Nn& nn(Device d) { return d.is_cuda() ? cuda_nn : cpu_nn; }
-inline const Optim& optim(Device d) { return d.is_cuda() ? cuda_optim : cpu_optim; }
+/// The row of `d`'s kind (indexed by DeviceKind).
+inline const KernelRow& row(Device d) {
+  static constexpr const KernelRow* kRows[] = {&cpu_row, &cuda_row};
+  static_assert(static_cast<int>(DeviceKind::cpu) == 0 && static_cast<int>(DeviceKind::cuda) == 1);
+  return *kRows[static_cast<std::size_t>(d.kind)];
+}
+
+inline const Elementwise& elementwise(Device d) { return *row(d).elementwise; }
+inline const Creation& creation(Device d) { return *row(d).creation; }
+inline const Reduction& reduction(Device d) { return *row(d).reduction; }
+inline const Linalg& linalg(Device d) { return *row(d).linalg; }
+inline const Nn& nn(Device d) { return *row(d).nn; }
+inline const Optim& optim(Device d) { return *row(d).optim; }
 
 /// Thrown by kernel_for; out of line and cold, so the check it guards
 /// costs a compare on the push path.

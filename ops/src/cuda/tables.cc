@@ -1,6 +1,7 @@
 // The CUDA tables other than the elementwise one (which
 // elementwise_kernels.cu generates from the op lists): the launchers of
-// creation_kernels.h, reduction_kernels.h, blas.h and nn_kernels.h.
+// creation_kernels.h, reduction_kernels.h, blas.h and nn_kernels.h; and the
+// CUDA row of kernels.h, which holds them all.
 #include "../kernels.h"
 #include "blas.h"
 #include "creation_kernels.h"
@@ -31,5 +32,7 @@ const Nn cuda_nn{&linear,
                  &cuda_kernels::softmax_cross_entropy_backward,
                  &cuda_kernels::argmax};
 const Optim cuda_optim{&cuda_kernels::sgd_step, &cuda_kernels::adam_step};
+
+const KernelRow cuda_row{&cuda_elementwise, &cuda_creation, &cuda_reduction, &cuda_linalg, &cuda_nn, &cuda_optim};
 
 }  // namespace tide::kernels

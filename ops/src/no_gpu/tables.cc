@@ -5,11 +5,15 @@
 
 namespace tide::kernels {
 
-const Elementwise cuda_elementwise{};
-const Creation cuda_creation{};
-const Reduction cuda_reduction{};
-const Linalg cuda_linalg{};
-const Nn cuda_nn{};
-const Optim cuda_optim{};
+namespace {
+const Elementwise no_elementwise{};
+const Creation no_creation{};
+const Reduction no_reduction{};
+const Linalg no_linalg{};
+const Nn no_nn{};
+const Optim no_optim{};
+}  // namespace
+
+const KernelRow cuda_row{&no_elementwise, &no_creation, &no_reduction, &no_linalg, &no_nn, &no_optim};
 
 }  // namespace tide::kernels
