@@ -105,10 +105,8 @@ Engine::Engine(const EngineOptions& options)
 Engine::~Engine() {
   Engine* self = this;
   g_current.compare_exchange_strong(self, nullptr);
-  std::size_t unreported = 0;
-  std::shared_ptr<const OpProvenance> first;
-  for (auto& e : counters_->errors)
-    if (++unreported == 1) first = e.prov;
+  const std::size_t unreported = counters_->errors.size();
+  const std::shared_ptr<const OpProvenance> first = counters_->errors.first_recorded();
   if (first) {
     std::fprintf(stderr,
                  "tide: engine destroyed with %zu unreported backend error(s); first: %s\n"
@@ -191,7 +189,7 @@ void Engine::record_device_failure(const OpDesc& op, int stream_index, std::uint
   auto& slot = counters_->device_failures[static_cast<std::size_t>(stream_index / kStreamKinds)];
   if (slot) return;  // sticky: the first fault says it all
   slot = prov;
-  if (counters_->errors.size() < 1024) counters_->errors.push_back({prov, push_index});
+  counters_->errors.record(prov, push_index);
   device_failed_.store(true, std::memory_order_release);
 }
 
@@ -205,7 +203,7 @@ void Engine::rethrow_device_failure(Device d) {
     // A faulted GPU's results may have reached this device (a peer copy, a
     // host op after a completed event) without any poison to mark them.
     for (std::size_t i = 0; !p && i < failures.size(); ++i) p = failures[i];
-    if (p) std::erase_if(counters_->errors, [&](const Counters::RecordedError& e) { return e.prov == p; });
+    if (p) counters_->errors.forget(p);
   }
   if (p) throw BackendError(p);
 }
@@ -235,7 +233,7 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
       std::lock_guard<std::mutex> lock(counters_->mutex);
       if (!counters_->device_failures[static_cast<std::size_t>(stream_index / kStreamKinds)]) {
         counters_->failed.fetch_add(1, std::memory_order_relaxed);
-        if (counters_->errors.size() < 1024) counters_->errors.push_back({poison, push_index});
+        counters_->errors.record(poison, push_index);
       }
     }
     if (op.notify_skip) {
@@ -299,8 +297,7 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
     if (poison) {
       counters_->failed.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(counters_->mutex);
-      auto& errs = counters_->errors;
-      if (errs.size() < 1024) errs.push_back({poison, push_index});
+      counters_->errors.record(poison, push_index);
     }
   }
   // Stored only when it changes: the common case (clean in, clean out) then
@@ -320,8 +317,7 @@ void Engine::rethrow_poison(const Storage& s) {
   if (!p) return;
   {
     std::lock_guard<std::mutex> lock(counters_->mutex);
-    auto& errs = counters_->errors;
-    std::erase_if(errs, [&](const Counters::RecordedError& e) { return e.prov == p; });
+    counters_->errors.forget(p);
   }
   throw BackendError(p);
 }
@@ -330,19 +326,14 @@ void Engine::rethrow_first_unreported() {
   std::shared_ptr<const OpProvenance> first;
   {
     std::lock_guard<std::mutex> lock(counters_->mutex);
-    auto& errs = counters_->errors;
-    if (errs.empty()) return;
-    first = std::min_element(errs.begin(), errs.end(), [](const auto& a, const auto& b) {
-              return a.push_index < b.push_index;
-            })->prov;
-    counters_->errors.clear();
+    first = counters_->errors.take_first();
   }
-  throw BackendError(first);
+  if (first) throw BackendError(first);
 }
 
 void Engine::drop_errors() {
   std::lock_guard<std::mutex> lock(counters_->mutex);
-  counters_->errors.clear();
+  counters_->errors.drop();
 }
 
 void Engine::record_blocker(const char* kind, Loc loc, std::int64_t ns) {

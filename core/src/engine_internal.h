@@ -12,6 +12,7 @@
 
 #include <tide/core/engine.h>
 
+#include "error_log.h"
 #include "trace_buffer.h"
 
 namespace tide {
@@ -69,11 +70,7 @@ struct Engine::Counters {
   std::map<SiteKey, Site> sites;
   std::uint64_t blockers = 0;
   std::int64_t blocked_ns = 0;
-  struct RecordedError {
-    std::shared_ptr<const OpProvenance> prov;
-    std::uint64_t push_index = 0;
-  };
-  std::vector<RecordedError> errors;  // not yet reported at a barrier
+  ErrorLog errors;  // not yet reported at a barrier
   /// Per device slot: the first GPU fault recorded on it (sticky).
   std::vector<std::shared_ptr<const OpProvenance>> device_failures;
   std::vector<FrontendEvent> frontend_trace;  // under `mutex`
