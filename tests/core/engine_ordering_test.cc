@@ -4,7 +4,9 @@
 // has been pushed, so without a dependency edge the second would run first.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -187,14 +189,22 @@ TEST(Workers, IdleWorkersUseNoCpu) {
   for (int i = 0; i < 100; ++i)
     push(*e, "w", cpu(i % 4), kCompute, {}, {}, [](const OpContext&) {});
   e->wait_all();
-  // Give the workers' short post-work spin time to end, then measure a
-  // quiet interval: sleeping workers cost (nearly) nothing.
+  // Give the workers' short post-work spin time to end, then measure quiet
+  // intervals: sleeping workers cost (nearly) nothing. On a loaded machine
+  // (other tests beside this one) a spin may end late, or a thread be
+  // charged a stray wake-up, so the quietest of up to five 200 ms intervals
+  // is judged: a worker that keeps spinning would use about 0.2 s in each.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  double before = process_cpu_seconds();
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  double used = process_cpu_seconds() - before;
-  // One spinning worker alone would use about 0.3 s.
-  EXPECT_LT(used, 0.03) << "12 idle workers used " << used << " s of CPU in 0.3 s";
+  std::string seen;
+  double quietest = 1e9;
+  for (int i = 0; i < 5 && quietest >= 0.02; ++i) {
+    const double before = process_cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const double used = process_cpu_seconds() - before;
+    quietest = std::min(quietest, used);
+    seen += (seen.empty() ? "" : ", ") + std::to_string(used);
+  }
+  EXPECT_LT(quietest, 0.02) << "12 idle workers used CPU in every 200 ms interval (s): " << seen;
 }
 
 }  // namespace
