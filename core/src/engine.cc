@@ -11,6 +11,7 @@
 #include "engine_internal.h"
 
 #include "backend.h"
+#include "stream.h"
 
 namespace tide {
 
@@ -208,15 +209,56 @@ void Engine::rethrow_device_failure(Device d) {
   if (p) throw BackendError(p);
 }
 
-std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                             std::uint64_t push_index, void* native_stream, bool cancelled,
-                             const char* skip_reason, const std::vector<TraceWait>* waits,
-                             void (*on_launched)(void*), void* launched_arg) {
-  std::int64_t slot = -1;
+namespace {
+
+/// What watches an op's kernel run on its stream: the stream's counters
+/// (ops, busy time), what the worker runs now and ran last (for the flight
+/// recorder), the NVTX range, and the trace event. enter() before the
+/// kernel, exit() after it.
+class RunObserver {
+ public:
+  RunObserver(StreamCounters& sc, const OpDesc& op) : sc_(sc), op_(op) {}
+  void enter() {
+    t0_ = now_ns();
+    sc_.running_since.store(t0_, std::memory_order_relaxed);
+    sc_.running.store(op_.name, std::memory_order_relaxed);
+    backend::range_push(op_.name);
+  }
+  /// Returns the trace event's slot (-1 when not traced).
+  std::int64_t exit(bool traced, const QueuedOp& q, int stream_index) {
+    backend::range_pop();
+    const std::int64_t t1 = now_ns();
+    sc_.running.store(nullptr, std::memory_order_relaxed);
+    sc_.last.store(op_.name, std::memory_order_relaxed);
+    sc_.last_end.store(t1, std::memory_order_relaxed);
+    sc_.ops.store(sc_.ops.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
+    sc_.busy_ns.store(sc_.busy_ns.load(std::memory_order_relaxed) + (t1 - t0_), std::memory_order_relaxed);
+    if (!traced) return -1;
+    std::vector<TraceWait> waits;
+    for (int i = 0; i < q.nwaits; ++i)
+      if (q.waits[i].stream) waits.push_back({q.waits[i].stream->index(), q.waits[i].seq});
+    return sc_.trace.append(op_.name, stream_index, q.step, q.push_index, t0_, t1, q.seq, op_.loc.file_name(),
+                            op_.loc.line(), std::move(waits));
+  }
+
+ private:
+  StreamCounters& sc_;
+  const OpDesc& op_;
+  std::int64_t t0_ = 0;
+};
+
+}  // namespace
+
+void Engine::run_op(QueuedOp& q, int stream_index, void* native_stream, const char* skip_reason) {
+  OpDesc& op = q.desc;
+  q.trace_slot = -1;
   auto make_prov = [&](std::string what) {
-    return make_provenance(op, stream_name(stream_index), step, seq, std::move(what));
+    return make_provenance(op, stream_name(stream_index), q.step, q.seq, std::move(what));
   };
+  const Device device = devices_[static_cast<std::size_t>(stream_index / kStreamKinds)];
+  const auto stream_kind = static_cast<StreamKind>(stream_index % kStreamKinds);
   std::shared_ptr<const OpProvenance> poison;
+  const bool cancelled = cancelling_.load(std::memory_order_acquire);
   if (cancelled) {
     poison = make_prov("cancelled before it ran");
   } else if (skip_reason) {
@@ -233,13 +275,11 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
       std::lock_guard<std::mutex> lock(counters_->mutex);
       if (!counters_->device_failures[static_cast<std::size_t>(stream_index / kStreamKinds)]) {
         counters_->failed.fetch_add(1, std::memory_order_relaxed);
-        counters_->errors.record(poison, push_index);
+        counters_->errors.record(poison, q.push_index);
       }
     }
     if (op.notify_skip) {
-      OpContext ctx{devices_[static_cast<std::size_t>(stream_index / kStreamKinds)],
-                    static_cast<StreamKind>(stream_index % kStreamKinds), native_stream, nullptr, nullptr, 0, 0,
-                    true};
+      OpContext ctx{device, stream_kind, native_stream, nullptr, nullptr, 0, 0, true};
       try {
         op.fn(ctx);
       } catch (...) {
@@ -250,20 +290,13 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
     Storage* writes[StorageList::kCapacity];
     for (int i = 0; i < op.reads.size(); ++i) reads[i] = op.reads[i];
     for (int i = 0; i < op.writes.size(); ++i) writes[i] = op.writes[i];
-    OpContext ctx{devices_[static_cast<std::size_t>(stream_index / kStreamKinds)],
-                  static_cast<StreamKind>(stream_index % kStreamKinds),
-                  native_stream,
-                  reads,
-                  writes,
-                  op.reads.size(),
-                  op.writes.size()};
-    ctx.on_launched = on_launched;
-    ctx.launched_arg = launched_arg;
-    StreamCounters& sc = *counters_->streams[static_cast<std::size_t>(stream_index)];
-    const std::int64_t t0 = now_ns();
-    sc.running_since.store(t0, std::memory_order_relaxed);
-    sc.running.store(op.name, std::memory_order_relaxed);
-    backend::range_push(op.name);
+    OpContext ctx{device, stream_kind, native_stream, reads, writes, op.reads.size(), op.writes.size()};
+    if (q.timing_lane) {
+      ctx.on_launched = &QueuedOp::record_end_now;
+      ctx.launched_arg = &q;
+    }
+    RunObserver observer(*counters_->streams[static_cast<std::size_t>(stream_index)], op);
+    observer.enter();
     try {
       op.fn(ctx);
       if (native_stream && gpu_sync_after_op_) {
@@ -283,28 +316,17 @@ std::int64_t Engine::execute(OpDesc& op, int stream_index, std::uint64_t seq, st
       } catch (const std::exception&) {
       }
     }
-    backend::range_pop();
-    const std::int64_t t1 = now_ns();
-    sc.running.store(nullptr, std::memory_order_relaxed);
-    sc.last.store(op.name, std::memory_order_relaxed);
-    sc.last_end.store(t1, std::memory_order_relaxed);
-    Counters::bump(sc.ops);
-    sc.busy_ns.store(sc.busy_ns.load(std::memory_order_relaxed) + (t1 - t0),
-                     std::memory_order_relaxed);
-    if (tracing_.load(std::memory_order_relaxed))
-      slot = sc.trace.append(op.name, stream_index, step, push_index, t0, t1, seq, op.loc.file_name(), op.loc.line(),
-                             waits ? *waits : std::vector<TraceWait>{});
+    q.trace_slot = observer.exit(tracing_.load(std::memory_order_relaxed), q, stream_index);
     if (poison) {
       counters_->failed.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(counters_->mutex);
-      counters_->errors.record(poison, push_index);
+      counters_->errors.record(poison, q.push_index);
     }
   }
   // Stored only when it changes: the common case (clean in, clean out) then
   // leaves the storage's cache line alone for the frontend.
   for (int i = 0; i < op.writes.size(); ++i)
     if (poison || op.writes[i]->poison()) op.writes[i]->set_poison(poison);
-  return slot;
 }
 
 void Engine::settle_trace(int stream_index, std::int64_t slot, bool retimed, std::int64_t start_ns,

@@ -334,14 +334,7 @@ class AsyncEngine final : public Engine, private Stream::Hooks {
   // --- worker side ------------------------------------------------------
 
   void run(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason) override {
-    std::vector<TraceWait> waits;  // no allocation unless tracing
-    const bool traced = tracing();
-    if (traced)
-      for (int i = 0; i < op.nwaits; ++i)
-        if (op.waits[i].stream) waits.push_back({op.waits[i].stream->index(), op.waits[i].seq});
-    op.trace_slot = execute(op.desc, stream_index, op.seq, op.step, op.push_index, native_stream,
-                            cancelling_.load(std::memory_order_acquire), skip_reason, traced ? &waits : nullptr,
-                            op.timing_lane ? &QueuedOp::record_end_now : nullptr, &op);
+    run_op(op, stream_index, native_stream, skip_reason);
   }
 
   bool tracing() const override { return tracing_.load(std::memory_order_relaxed); }

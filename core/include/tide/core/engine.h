@@ -28,6 +28,8 @@
 
 namespace tide {
 
+struct QueuedOp;  // core/src/stream.h: an op as a stream queues and runs it
+
 enum class EngineKind { async, naive };
 const char* engine_kind_name(EngineKind k);
 
@@ -200,19 +202,15 @@ class Engine {
   /// Fills ops_completed, queued_ops and queued_bytes.
   virtual void backend_stats(Stats& out) const = 0;
 
-  /// Runs `op` (poison check, kernel, error capture). Shared by both engines.
-  /// `stream_name` and `seq` go into the provenance of a failure.
-  /// `push_index` orders failures: wait_all reports the earliest pushed.
-  /// A non-null `skip_reason` skips the kernel and poisons the outputs with
-  /// it (a GPU stream that could not order or launch the op).
-  /// `waits` (may be empty) goes into the op's trace event; `on_launched`
-  /// and its `launched_arg` into the kernel's OpContext. Returns the
-  /// event's place in its stream's trace, for settle_trace(), or -1 when
-  /// none was recorded.
-  std::int64_t execute(OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                       std::uint64_t push_index, void* native_stream, bool cancelled,
-                       const char* skip_reason = nullptr, const std::vector<TraceWait>* waits = nullptr,
-                       void (*on_launched)(void*) = nullptr, void* launched_arg = nullptr);
+  /// Runs one queued op, the record that carries everything about it (its
+  /// OpDesc, seq, step, push index, cross-stream waits, timing lane): the
+  /// poison check, the kernel, error capture, and around the kernel the
+  /// run's observers (stats, NVTX range, flight record, trace). Shared by
+  /// both engines. A non-null `skip_reason` skips the kernel and poisons
+  /// the outputs with it (a GPU stream that could not order or launch the
+  /// op). Sets op.trace_slot (the trace event's place, for settle_trace(),
+  /// or -1).
+  void run_op(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason = nullptr);
   /// A GPU stream's completion thread, once the op is done: its trace event
   /// at `slot` (execute's return) is final, and may be handed out. When
   /// `retimed`, the op ran on the device from `start_ns` to `end_ns` (the
