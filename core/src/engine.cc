@@ -250,7 +250,10 @@ class RunObserver {
 }  // namespace
 
 void Engine::run_op(QueuedOp& q, int stream_index, void* native_stream, const char* skip_reason) {
-  OpDesc& op = q.desc;
+  run_op(q.desc, q, stream_index, native_stream, skip_reason);
+}
+
+void Engine::run_op(OpDesc& op, QueuedOp& q, int stream_index, void* native_stream, const char* skip_reason) {
   q.trace_slot = -1;
   auto make_prov = [&](std::string what) {
     return make_provenance(op, stream_name(stream_index), q.step, q.seq, std::move(what));

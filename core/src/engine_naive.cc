@@ -37,8 +37,8 @@ class NaiveEngine final : public Engine {
   void submit(OpDesc&& op, int stream_index, std::uint64_t push_index) override {
     auto& c = *counters_;
     c.note_peak(c.peak_queued_ops, 1);
+    // The op runs in place; the record carries the rest of it.
     QueuedOp& q = current_;
-    q.desc = std::move(op);
     q.seq = ++seqs_[static_cast<std::size_t>(stream_index)];
     q.step = current_step();
     q.push_index = push_index;
@@ -46,11 +46,10 @@ class NaiveEngine final : public Engine {
     {
       // Runs on the frontend's thread: the op's device only for the op.
       std::optional<backend::DeviceGuard> guard;
-      if (native) guard.emplace(q.desc.device.index);
-      run_op(q, stream_index, native);
+      if (native) guard.emplace(op.device.index);
+      run_op(op, q, stream_index, native);
     }
-    for (int i = 0; i < q.desc.writes.size(); ++i) q.desc.writes[i]->var().written = true;
-    q.clear();  // the closure and its storages go now, as the async engine's do once an op completes
+    for (int i = 0; i < op.writes.size(); ++i) op.writes[i]->var().written = true;
     completed_.store(completed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   void backend_stats(Stats& out) const override {
@@ -62,7 +61,7 @@ class NaiveEngine final : public Engine {
   void wait_everything() override {}
 
 
-  QueuedOp current_;  // the op being run (one at a time, on the frontend's thread)
+  QueuedOp current_;  // the record of the op being run (its desc unused: the op runs in place)
   std::vector<std::uint64_t> seqs_;
   std::vector<void*> natives_;  // native stream per stream index (null on CPU)
   std::atomic<std::uint64_t> completed_{0};

@@ -211,6 +211,10 @@ class Engine {
   /// op). Sets op.trace_slot (the trace event's place, for settle_trace(),
   /// or -1).
   void run_op(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason = nullptr);
+  /// The same for `desc` run in place (the naive engine's, on the
+  /// frontend's own stack): `record` gives the rest (its desc is unused).
+  void run_op(OpDesc& desc, QueuedOp& record, int stream_index, void* native_stream,
+              const char* skip_reason = nullptr);
   /// A GPU stream's completion thread, once the op is done: its trace event
   /// at `slot` (execute's return) is final, and may be handed out. When
   /// `retimed`, the op ran on the device from `start_ns` to `end_ns` (the
