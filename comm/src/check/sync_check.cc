@@ -346,7 +346,7 @@ void SyncChecker::fail_if_told(double& told_at_s, double waited_s) {
   // The checks being waited for may still name a desync behind the told
   // failure (every rank takes part in them): they get a moment first.
   if (told_at_s < 0) told_at_s = waited_s;
-  if (waited_s - told_at_s >= kToldGrace_s) health_.fail(told);
+  if (waited_s - told_at_s >= MpiGroup::kToldGrace_s) health_.fail(told);
 }
 
 double SyncChecker::check_wait_s() const {

@@ -128,16 +128,10 @@ class SyncChecker {
   double check_wait_s() const;
   static constexpr double kBrokenCheckWait_s = 1.0;
   /// A peer told of a failure (told_failure) while this waits for checks:
-  /// fails with it once the checks have had kToldGrace_s to name a desync.
-  /// `told_at_s`: when it was first seen (-1: not yet), kept by the caller.
+  /// fails with it once the checks have had MpiGroup::kToldGrace_s to name a
+  /// desync. `told_at_s`: when it was first seen (-1: not yet), kept by the
+  /// caller.
   void fail_if_told(double& told_at_s, double waited_s);
-
- public:
-  /// How long a wait that heard a peer's failure goes on polling the checks
-  /// still in flight, which may name a desync behind it.
-  static constexpr double kToldGrace_s = 1.0;
-
- private:
   [[noreturn]] void check_mpi_failed(int rc, const char* expr);
 
   MpiGroup& mpi_;

@@ -71,10 +71,10 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
             const bool checks_may_name_it =
                 checks_busy && checks_busy() && poller.waited_s() - told_at_s < kToldGrace_s;
             if (!checks_may_name_it) {
-              if (!hold_poll_failures_) health_.fail(told);
               try {
                 health_.fail(told);
               } catch (...) {
+                if (!hold_poll_failures_) throw;
                 held_ = std::current_exception();
                 held_at_s = poller.waited_s();
               }

@@ -46,6 +46,7 @@ class MpiGroup {
   /// a wait that heard a peer's failure polls on for up to kToldGrace_s
   /// while one is, so that a desync behind that failure is named.
   std::function<bool()> checks_busy;
+  /// (The checks' own waits give them the same: SyncChecker::fail_if_told.)
   static constexpr double kToldGrace_s = 1.0;
 
   /// More than one rank over MPI: collectives talk to peers.
