@@ -1,11 +1,14 @@
 // What the collectives of collectives.cc and multi_device.cc share:
-// argument checks, MPI's names for tide's types, and the frontend half of a
-// collective on a CUDA tensor. Internal to comm/.
+// argument checks, MPI's names for tide's types, the frontend half of a
+// collective on a CUDA tensor and the kernel of a host one. Internal to
+// comm/.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "comm_impl.h"
 #include "nccl/device_collectives.h"
@@ -14,8 +17,6 @@ namespace tide::detail {
 
 MPI_Datatype mpi_type(DType t);
 MPI_Op mpi_op(ReduceOp op);
-/// data[i] /= by, for `n` elements of type `t`.
-void divide(void* data, std::int64_t n, DType t, int by);
 
 /// The engine of a host collective's tensor; throws if it is undefined or
 /// not on a cpu device.
@@ -26,11 +27,14 @@ void check_reduce(const char* name, const Tensor& t, ReduceOp op);
 
 /// The frontend half of a collective on a CUDA tensor: refused at once in a
 /// build without NCCL; numbered apart from the host collectives.
-DeviceCollective device_collective(Communicator::Impl& impl, const char* name, CollectiveKind kind, const Tensor& t,
-                                   int op, int root, int devices = 0);
+CollectiveId device_collective(Communicator::Impl& impl, const char* name, CollectiveKind kind, const Tensor& t,
+                               std::optional<ReduceOp> op, int root, int devices = 0);
 
-/// The cross-rank part of an in-place all-reduce, on the comm thread: `data`
-/// holds `n` elements; avg is summed here and divided by the caller.
-void reduce_across_ranks(MpiGroup& mpi, const CollectiveId& what, void* data, std::int64_t n, DType dt, ReduceOp op);
+/// The kernel of a host collective with tensors, on the comm thread: the
+/// record's MPI call from `in` to `out` (the same buffer in place), or over
+/// one rank the local equivalent; then avg's division, by the ranks times
+/// `what.devices` (the tensors per rank of a several-device all-reduce).
+void run_host_collective(const CollectiveSpec& spec, MpiGroup& mpi, const CollectiveId& what, const void* in,
+                         void* out, std::size_t in_bytes, std::size_t out_bytes);
 
 }  // namespace tide::detail

@@ -1,3 +1,7 @@
+// The collectives of one tensor, each pushed from its record (spec/): the
+// frontend checks the arguments and forks once, to NCCL for a CUDA tensor or
+// to MPI on the comm thread for a host tensor.
+#include <algorithm>
 #include <cstring>
 
 #include <tide/comm/communicator.h>
@@ -29,6 +33,9 @@ MPI_Op mpi_op(ReduceOp op) {
   return MPI_SUM;
 }
 
+namespace {
+
+/// data[i] /= by, for `n` elements of type `t`.
 void divide(void* data, std::int64_t n, DType t, int by) {
   dispatch_dtype(t, [&](auto tag) {
     using T = decltype(tag);
@@ -36,6 +43,8 @@ void divide(void* data, std::int64_t n, DType t, int by) {
     for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(by));
   });
 }
+
+}  // namespace
 
 Engine& engine_of(const Tensor& t, const char* name) {
   if (!t.defined())
@@ -48,24 +57,22 @@ Engine& engine_of(const Tensor& t, const char* name) {
 
 bool on_gpu(const Tensor& t) { return t.defined() && t.device().is_cuda(); }
 
-DeviceCollective device_collective(Communicator::Impl& impl, const char* name, CollectiveKind kind, const Tensor& t,
-                                   int op, int root, int devices) {
+CollectiveId device_collective(Communicator::Impl& impl, const char* name, CollectiveKind kind, const Tensor& t,
+                               std::optional<ReduceOp> op, int root, int devices) {
   if (!nccl_built())
     throw DeviceError(std::string(name) + ": a tensor on " + t.device().str() +
                       " needs NCCL, and this build of tide has none (built without CUDA, or libnccl was not found)");
   t.engine().check_device(t.device());
-  DeviceCollective c;
-  c.what.kind = kind;
-  c.what.seq = impl.next_device_seq++;
-  c.what.count = t.numel();
-  c.what.dtype = t.dtype();
-  c.what.op = static_cast<std::int8_t>(op);
-  c.what.root = root;
-  c.what.devices = devices;
-  c.op = op >= 0 ? static_cast<ReduceOp>(op) : ReduceOp::sum;
-  c.root = root;
-  impl.checks.note_device(c.what);
-  return c;
+  CollectiveId what;
+  what.kind = kind;
+  what.seq = impl.next_device_seq++;
+  what.count = t.numel();
+  what.dtype = t.dtype();
+  what.op = op;
+  what.root = root;
+  what.devices = devices;
+  impl.checks.note_device(what);
+  return what;
 }
 
 void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
@@ -76,221 +83,115 @@ void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
     throw DTypeError(std::string(name) + ": avg needs a floating dtype, got " + dtype_name(t.dtype()));
 }
 
-void reduce_across_ranks(MpiGroup& mpi, const CollectiveId& what, void* data, std::int64_t n, DType dt, ReduceOp op) {
-  if (!mpi.spans_ranks()) return;
-  const int count = static_cast<int>(n);
-  mpi.collective(
-      what, static_cast<std::size_t>(n) * dtype_size(dt),
-      [&](MPI_Request* req) { return MPI_Iallreduce(MPI_IN_PLACE, data, count, mpi_type(dt), mpi_op(op), mpi.comm, req); },
-      [&] { return MPI_Allreduce(MPI_IN_PLACE, data, count, mpi_type(dt), mpi_op(op), mpi.comm); });
+void run_host_collective(const CollectiveSpec& spec, MpiGroup& mpi, const CollectiveId& what, const void* in,
+                         void* out, std::size_t in_bytes, std::size_t out_bytes) {
+  if (mpi.spans_ranks()) {
+    if (spec.mpi_in_place_only && in != out && out_bytes) std::memcpy(out, in, out_bytes);
+    MpiArgs a;
+    a.in = spec.mpi_in_place_only ? out : in;
+    a.out = out;
+    a.count = static_cast<int>(spec.call_count(what.count, mpi.size));  // Impl::begin checked that it fits
+    a.type = mpi_type(what.dtype);
+    a.op = what.op ? mpi_op(*what.op) : MPI_OP_NULL;
+    a.root = what.root;
+    a.comm = mpi.comm;
+    mpi.collective(
+        what, std::max(in_bytes, out_bytes), [&](MPI_Request* req) { return spec.mpi_start(a, req); },
+        [&] { return spec.mpi_blocking(a); });
+  } else if (in != out && out_bytes) {
+    std::memcpy(out, in, out_bytes);  // over one rank, every collective's result is its input
+  }
+  const int by = std::max(what.devices, 1) * (mpi.spans_ranks() ? mpi.size : 1);
+  if (what.op == ReduceOp::avg && by > 1)
+    divide(out, static_cast<std::int64_t>(out_bytes / dtype_size(what.dtype)), what.dtype, by);
 }
 
 }  // namespace detail
 
 using detail::CollectiveId;
 using detail::CollectiveKind;
+using detail::CollectiveSpec;
 using detail::MpiGroup;
-using detail::device_collective;
-using detail::engine_of;
-using detail::on_gpu;
-using detail::check_reduce;
-using detail::mpi_type;
-using detail::mpi_op;
-using detail::divide;
-using detail::push_host_collective;
 
 namespace {
 
-/// The out-of-place collective `c` on CUDA tensor `t`: a new tensor of
-/// `shape` on t's GPU.
-Tensor on_gpu_out_of_place(const std::shared_ptr<Communicator::Impl>& impl, const detail::DeviceCollective& c,
-                           const Tensor& t, const Shape& shape, Loc loc) {
-  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
-  detail::push_device_collective(impl, c, t, out, loc);
-  return out;
+void check_root(const Communicator::Impl& impl, const char* name, int root) {
+  if (root < 0 || root >= impl.mpi.size)
+    throw ValueError(std::string(name) + ": root " + std::to_string(root) + " is not a rank of " +
+                     (impl.parent ? "this " + impl.peers() : "a world of " + std::to_string(impl.mpi.size)));
 }
 
-/// A copy of `t` made on the comm stream, for the out-of-place collectives.
-Tensor copy_on_comm_stream(const Tensor& t, const char* name, Loc loc) {
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
-  const std::size_t nbytes = t.nbytes();
-  detail::push_comm(t.engine(), name, {t.storage()}, {out.storage()}, loc, [nbytes](const OpContext& c) {
-    std::memcpy(c.writes[0]->data(), c.reads[0]->data(), nbytes);
-  });
+/// Collective `kind` of `t`, called as `name` (the method's name, for
+/// errors): checks the arguments its record asks for, then pushes it, on
+/// t's GPU (NCCL) or on the comm thread (MPI). Its result is `t` itself when
+/// `in_place`, a new tensor on t's device otherwise.
+Tensor push_collective(const std::shared_ptr<Communicator::Impl>& impl, CollectiveKind kind, const char* name,
+                       const Tensor& t, bool in_place, std::optional<ReduceOp> op, int root, Loc loc) {
+  const CollectiveSpec& spec = detail::collective_spec(kind);
+  if (!t.defined()) throw UndefinedTensorError(std::string(name) + ": use of an undefined tensor");
+  if (spec.reduces) detail::check_reduce(name, t, *op);
+  if (spec.rooted) check_root(*impl, spec.name, root);
+  const std::optional<Shape> shape = spec.result_shape(t.shape(), impl->mpi.size);
+  if (!shape)
+    throw ShapeError(std::string(name) + ": " +
+                     spec.shape_error(t.shape(), (impl->parent ? "this " : "") + impl->peers()));
+  if (detail::on_gpu(t)) {
+    const CollectiveId what = detail::device_collective(*impl, name, kind, t, op, root);
+    Tensor out = in_place ? t : Tensor::empty(*shape, t.dtype(), t.device());
+    detail::push_device_collective(impl, what, t, out, loc);
+    return out;
+  }
+  Engine& e = detail::engine_of(t, name);
+  Tensor out = in_place ? t : Tensor::empty(*shape, t.dtype(), t.device());
+  detail::push_host_collective(
+      impl, e, spec.name, impl->begin(kind, t.numel(), t.dtype(), op, root), {t.storage()}, {out.storage()}, loc,
+      [spec = &spec, in_bytes = t.nbytes(), out_bytes = out.nbytes()](const OpContext& c, MpiGroup& mpi,
+                                                                      const CollectiveId& what) {
+        detail::run_host_collective(*spec, mpi, what, c.reads[0]->data(), c.writes[0]->data(), in_bytes, out_bytes);
+      });
   return out;
 }
 
 }  // namespace
 
 void Communicator::all_reduce_(Tensor& t, ReduceOp op, Loc loc) {
-  live("all_reduce_");
-  if (on_gpu(t)) {
-    check_reduce("all_reduce_", t, op);
-    detail::push_device_collective(
-        impl_, device_collective(*impl_, "all_reduce_", CollectiveKind::all_reduce, t, static_cast<int>(op), -1), t, t,
-        loc);
-    return;
-  }
-  Engine& e = engine_of(t, "all_reduce_");
-  check_reduce("all_reduce_", t, op);
-  const std::int64_t n = t.numel();
-  const DType dt = t.dtype();
-  push_host_collective(impl_, e, "all_reduce",
-                       impl_->begin(CollectiveKind::all_reduce, n, dt, static_cast<int>(op)), {t.storage()},
-                       {t.storage()}, loc, [n, dt, op](const OpContext& c, MpiGroup& mpi, const CollectiveId& what) {
-                         void* data = c.writes[0]->data();
-                         detail::reduce_across_ranks(mpi, what, data, n, dt, op);
-                         if (op == ReduceOp::avg && mpi.size > 1) divide(data, n, dt, mpi.size);
-                       });
+  push_collective(live("all_reduce_"), CollectiveKind::all_reduce, "all_reduce_", t, true, op, -1, loc);
 }
 
 Tensor Communicator::all_reduce(const Tensor& t, ReduceOp op, Loc loc) {
-  live("all_reduce");
-  if (on_gpu(t)) {
-    check_reduce("all_reduce", t, op);
-    auto c = device_collective(*impl_, "all_reduce", CollectiveKind::all_reduce, t, static_cast<int>(op), -1);
-    return on_gpu_out_of_place(impl_, c, t, t.shape(), loc);
-  }
-  engine_of(t, "all_reduce");
-  check_reduce("all_reduce", t, op);
-  Tensor out = copy_on_comm_stream(t, "all_reduce_copy", loc);
-  all_reduce_(out, op, loc);
-  return out;
+  return push_collective(live("all_reduce"), CollectiveKind::all_reduce, "all_reduce", t, false, op, -1, loc);
 }
-
-namespace {
-void check_root(const Communicator::Impl& impl, int root) {
-  if (root < 0 || root >= impl.mpi.size)
-    throw ValueError("broadcast: root " + std::to_string(root) + " is not a rank of " +
-                     (impl.parent ? "this " + impl.peers() : "a world of " + std::to_string(impl.mpi.size)));
-}
-}  // namespace
 
 void Communicator::broadcast_(Tensor& t, int root, Loc loc) {
-  live("broadcast_");
-  if (on_gpu(t)) {
-    check_root(*impl_, root);
-    detail::push_device_collective(
-        impl_, device_collective(*impl_, "broadcast_", CollectiveKind::broadcast, t, -1, root), t, t, loc);
-    return;
-  }
-  Engine& e = engine_of(t, "broadcast_");
-  check_root(*impl_, root);
-  const std::int64_t n = t.numel();
-  const DType dt = t.dtype();
-  push_host_collective(impl_, e, "broadcast", impl_->begin(CollectiveKind::broadcast, n, dt, -1, root),
-                       {t.storage()}, {t.storage()}, loc,
-                       [n, dt, root](const OpContext& c, MpiGroup& mpi, const CollectiveId& what) {
-                         if (!mpi.spans_ranks()) return;
-                         void* data = c.writes[0]->data();
-                         const int count = static_cast<int>(n);
-                         mpi.collective(
-                             what, static_cast<std::size_t>(n) * dtype_size(dt),
-                             [&](MPI_Request* req) { return MPI_Ibcast(data, count, mpi_type(dt), root, mpi.comm, req); },
-                             [&] { return MPI_Bcast(data, count, mpi_type(dt), root, mpi.comm); });
-                       });
+  push_collective(live("broadcast_"), CollectiveKind::broadcast, "broadcast_", t, true, std::nullopt, root, loc);
 }
 
 Tensor Communicator::broadcast(const Tensor& t, int root, Loc loc) {
-  live("broadcast");
-  if (on_gpu(t)) {
-    check_root(*impl_, root);
-    auto c = device_collective(*impl_, "broadcast", CollectiveKind::broadcast, t, -1, root);
-    return on_gpu_out_of_place(impl_, c, t, t.shape(), loc);
-  }
-  engine_of(t, "broadcast");
-  check_root(*impl_, root);
-  Tensor out = copy_on_comm_stream(t, "broadcast_copy", loc);
-  broadcast_(out, root, loc);
-  return out;
+  return push_collective(live("broadcast"), CollectiveKind::broadcast, "broadcast", t, false, std::nullopt, root, loc);
 }
 
 Tensor Communicator::all_gather(const Tensor& t, Loc loc) {
-  live("all_gather");
-  if (!t.defined()) throw UndefinedTensorError("all_gather: use of an undefined tensor");
-  Shape shape;
-  shape.push_back(impl_->mpi.size);
-  for (auto d : t.shape()) shape.push_back(d);
-  if (on_gpu(t)) {
-    auto c = device_collective(*impl_, "all_gather", CollectiveKind::all_gather, t, -1, -1);
-    return on_gpu_out_of_place(impl_, c, t, shape, loc);
-  }
-  Engine& e = engine_of(t, "all_gather");
-  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
-  const std::int64_t n = t.numel();
-  const DType dt = t.dtype();
-  push_host_collective(impl_, e, "all_gather", impl_->begin(CollectiveKind::all_gather, n, dt), {t.storage()},
-                       {out.storage()}, loc, [n, dt](const OpContext& c, MpiGroup& mpi, const CollectiveId& what) {
-                         const void* in = c.reads[0]->data();
-                         void* out = c.writes[0]->data();
-                         if (!mpi.spans_ranks()) {
-                           std::memcpy(out, in, static_cast<std::size_t>(n) * dtype_size(dt));
-                           return;
-                         }
-                         const int count = static_cast<int>(n);
-                         const MPI_Datatype type = mpi_type(dt);
-                         mpi.collective(
-                             what, static_cast<std::size_t>(n) * dtype_size(dt) * static_cast<std::size_t>(mpi.size),
-                             [&](MPI_Request* req) { return MPI_Iallgather(in, count, type, out, count, type, mpi.comm, req); },
-                             [&] { return MPI_Allgather(in, count, type, out, count, type, mpi.comm); });
-                       });
-  return out;
+  return push_collective(live("all_gather"), CollectiveKind::all_gather, "all_gather", t, false, std::nullopt, -1, loc);
 }
 
 Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op, Loc loc) {
-  live("reduce_scatter");
-  if (!t.defined()) throw UndefinedTensorError("reduce_scatter: use of an undefined tensor");
-  check_reduce("reduce_scatter", t, op);
-  const int size = impl_->mpi.size;
-  if (t.ndim() == 0 || t.shape()[0] % size != 0)
-    throw ShapeError("reduce_scatter: the first axis of " + t.shape().str() + " must split evenly over " +
-                     (impl_->parent ? "this " : "") + impl_->peers());
-  Shape shape;
-  shape.push_back(t.shape()[0] / size);
-  for (int i = 1; i < t.ndim(); ++i) shape.push_back(t.shape()[i]);
-  if (on_gpu(t)) {
-    auto c = device_collective(*impl_, "reduce_scatter", CollectiveKind::reduce_scatter, t, static_cast<int>(op), -1);
-    return on_gpu_out_of_place(impl_, c, t, shape, loc);
-  }
-  Engine& e = engine_of(t, "reduce_scatter");
-  Tensor out = Tensor::empty(shape, t.dtype(), t.device());
-  const std::int64_t block = shape.numel();
-  const DType dt = t.dtype();
-  push_host_collective(
-      impl_, e, "reduce_scatter",
-      impl_->begin(CollectiveKind::reduce_scatter, t.numel(), dt, static_cast<int>(op)), {t.storage()},
-      {out.storage()}, loc, [block, dt, op](const OpContext& c, MpiGroup& mpi, const CollectiveId& what) {
-        void* out_data = c.writes[0]->data();
-        const void* in = c.reads[0]->data();
-        if (!mpi.spans_ranks()) {
-          std::memcpy(out_data, in, static_cast<std::size_t>(block) * dtype_size(dt));
-          return;
-        }
-        const int count = static_cast<int>(block);
-        mpi.collective(
-            what, static_cast<std::size_t>(block) * dtype_size(dt) * static_cast<std::size_t>(mpi.size),
-            [&](MPI_Request* req) {
-              return MPI_Ireduce_scatter_block(in, out_data, count, mpi_type(dt), mpi_op(op), mpi.comm, req);
-            },
-            [&] { return MPI_Reduce_scatter_block(in, out_data, count, mpi_type(dt), mpi_op(op), mpi.comm); });
-        if (op == ReduceOp::avg) divide(out_data, block, dt, mpi.size);
-      });
-  return out;
+  return push_collective(live("reduce_scatter"), CollectiveKind::reduce_scatter, "reduce_scatter", t, false, op, -1,
+                         loc);
 }
 
 void Communicator::barrier(Loc loc) {
   live("barrier");
   Engine& e = current_engine();
   auto token = e.allocate(cpu(0), 1);
-  push_host_collective(impl_, e, "barrier", impl_->begin(CollectiveKind::barrier), {}, {token}, loc,
-                       [](const OpContext&, MpiGroup& mpi, const CollectiveId& what) {
-                         if (!mpi.spans_ranks()) return;
-                         MPI_Request req;
-                         if (int rc = MPI_Ibarrier(mpi.comm, &req); rc != MPI_SUCCESS)
-                           mpi.mpi_failed(rc, "MPI_Ibarrier", what);
-                         mpi.wait(req, what);
-                         detail::liveness_leave();
-                       });
+  detail::push_host_collective(impl_, e, "barrier", impl_->begin(CollectiveKind::barrier), {}, {token}, loc,
+                               [](const OpContext&, MpiGroup& mpi, const CollectiveId& what) {
+                                 if (!mpi.spans_ranks()) return;
+                                 MPI_Request req;
+                                 if (int rc = MPI_Ibarrier(mpi.comm, &req); rc != MPI_SUCCESS)
+                                   mpi.mpi_failed(rc, "MPI_Ibarrier", what);
+                                 mpi.wait(req, what);
+                                 detail::liveness_leave();
+                               });
   e.wait_for(*token, "barrier", loc);
 }
 

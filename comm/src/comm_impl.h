@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <tide/comm/communicator.h>
@@ -23,6 +24,7 @@
 #include "check/sync_check.h"
 #include "mpi/mpi_group.h"
 #include "nccl/nccl_sets.h"
+#include "spec/collective_spec.h"
 
 namespace tide {
 
@@ -60,22 +62,22 @@ struct Communicator::Impl {
   /// Frontend, at every host collective's push: its id, with the next
   /// sequence number; its signature goes to the desync check.
   detail::CollectiveId begin(detail::CollectiveKind kind, std::int64_t count = -1, DType dtype = DType::f32,
-                             int op = -1, int root = -1, int devices = 0) {
+                             std::optional<ReduceOp> op = std::nullopt, int root = -1, int devices = 0) {
     // MPI counts are ints: refused here, before anything is numbered or
-    // pushed. reduce_scatter passes MPI its per-rank block, count / size.
-    const std::int64_t mpi_count =
-        kind == detail::CollectiveKind::reduce_scatter && mpi.size > 0 ? count / mpi.size : count;
+    // pushed. MPI is given the spec's call count (a block per rank for
+    // reduce_scatter).
+    const detail::CollectiveSpec& spec = detail::collective_spec(kind);
+    const std::int64_t mpi_count = spec.call_count && mpi.size > 0 ? spec.call_count(count, mpi.size) : count;
     if (mpi.active && mpi_count > std::numeric_limits<int>::max())
-      throw ValueError(std::string(detail::collective_kind_name(kind)) + ": " + std::to_string(mpi_count) + " x " +
-                       dtype_name(dtype) + (mpi_count == count ? "" : " per rank") +
-                       " is more than MPI's largest count (" + std::to_string(std::numeric_limits<int>::max()) +
-                       " elements per rank); split the tensor");
+      throw ValueError(std::string(spec.name) + ": " + std::to_string(mpi_count) + " x " + dtype_name(dtype) +
+                       (mpi_count == count ? "" : " per rank") + " is more than MPI's largest count (" +
+                       std::to_string(std::numeric_limits<int>::max()) + " elements per rank); split the tensor");
     detail::CollectiveId id;
     id.kind = kind;
     id.seq = next_seq++;
     id.count = count;
     id.dtype = dtype;
-    id.op = static_cast<std::int8_t>(op);
+    id.op = op;
     id.root = root;
     id.devices = devices;
     checks.note_host(id);

@@ -15,7 +15,6 @@ using detail::CollectiveKind;
 using detail::MpiGroup;
 using detail::check_reduce;
 using detail::device_collective;
-using detail::divide;
 using detail::engine_of;
 using detail::on_gpu;
 using detail::push_host_collective;
@@ -92,9 +91,9 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
     return;
   }
   if (on_gpu(per_device[0])) {
-    auto c = device_collective(*impl_, "all_reduce_", CollectiveKind::all_reduce, per_device[0], static_cast<int>(op),
-                               -1, static_cast<int>(per_device.size()));
-    detail::push_device_all_reduce(impl_, c, per_device, loc);
+    const CollectiveId what = device_collective(*impl_, "all_reduce_", CollectiveKind::all_reduce, per_device[0], op,
+                                                -1, static_cast<int>(per_device.size()));
+    detail::push_device_all_reduce(impl_, what, per_device, loc);
     return;
   }
   const std::int64_t n = per_device[0].numel();
@@ -123,13 +122,11 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   // 2. Across ranks, in place in the buffer. It reads the buffer too, so
   // that a failed tensor's poison reaches the results (like a one-tensor
   // all-reduce, it is then skipped).
-  push_host_collective(impl_, e, "all_reduce",
-                       impl_->begin(CollectiveKind::all_reduce, n, dt, static_cast<int>(op), -1, ntensors), {buffer},
-                       {buffer}, loc,
-                       [n, dt, op, ntensors](const OpContext& c, MpiGroup& mpi, const CollectiveId& what) {
+  push_host_collective(impl_, e, "all_reduce", impl_->begin(CollectiveKind::all_reduce, n, dt, op, -1, ntensors),
+                       {buffer}, {buffer}, loc, [nbytes](const OpContext& c, MpiGroup& mpi, const CollectiveId& what) {
                          void* data = c.writes[0]->data();
-                         detail::reduce_across_ranks(mpi, what, data, n, dt, op);
-                         if (op == ReduceOp::avg) divide(data, n, dt, ntensors * mpi.size);
+                         detail::run_host_collective(detail::collective_spec(CollectiveKind::all_reduce), mpi, what,
+                                                     data, data, nbytes, nbytes);
                        });
 
   // 3. Copy the result back to every tensor, at most kChunk per op.

@@ -29,7 +29,7 @@ CollectiveId id(CollectiveKind kind, std::int64_t count = -1, DType dtype = DTyp
   c.kind = kind;
   c.count = count;
   c.dtype = dtype;
-  c.op = static_cast<std::int8_t>(op);
+  if (op >= 0) c.op = static_cast<ReduceOp>(op);
   c.root = root;
   c.devices = devices;
   return c;

@@ -8,25 +8,11 @@
 
 namespace tide::detail {
 
-const char* collective_kind_name(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::broadcast: return "broadcast";
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
-    case CollectiveKind::barrier: return "barrier";
-    case CollectiveKind::split: return "split";
-    case CollectiveKind::nccl_init: return "nccl_init";
-    case CollectiveKind::clock: return "clock_offset";
-  }
-  return "?";
-}
-
 CollectiveSig CollectiveId::sig() const {
   const bool has_data = count >= 0;
   CollectiveSig s;
   s.w[0] = static_cast<std::uint64_t>(kind) | (has_data ? static_cast<std::uint64_t>(dtype) : 0) << 8 |
-           static_cast<std::uint64_t>(static_cast<std::uint8_t>(op + 1)) << 16 |
+           static_cast<std::uint64_t>(op ? static_cast<std::uint8_t>(static_cast<int>(*op) + 1) : 0) << 16 |
            static_cast<std::uint64_t>(static_cast<std::uint32_t>(devices)) << 32;
   s.w[1] = static_cast<std::uint64_t>(count);
   s.w[2] = static_cast<std::uint64_t>(static_cast<std::int64_t>(root));
@@ -37,7 +23,7 @@ CollectiveId CollectiveId::from_sig(const CollectiveSig& s, std::uint64_t seq) {
   CollectiveId id;
   id.kind = static_cast<CollectiveKind>(s.w[0] & 0xff);
   id.dtype = static_cast<DType>((s.w[0] >> 8) & 0xff);
-  id.op = static_cast<std::int8_t>(static_cast<int>((s.w[0] >> 16) & 0xff) - 1);
+  if (const int op = static_cast<int>((s.w[0] >> 16) & 0xff); op > 0) id.op = static_cast<ReduceOp>(op - 1);
   id.devices = static_cast<std::int32_t>(s.w[0] >> 32);
   id.count = static_cast<std::int64_t>(s.w[1]);
   id.root = static_cast<std::int32_t>(static_cast<std::int64_t>(s.w[2]));
@@ -55,7 +41,7 @@ std::vector<std::string> parts(const CollectiveId& id) {
     if (id.devices > 1) data = std::to_string(id.devices) + " devices x " + data;
     out.push_back(std::move(data));
   }
-  if (id.op >= 0) out.push_back(reduce_op_name(static_cast<ReduceOp>(id.op)));
+  if (id.op) out.push_back(reduce_op_name(*id.op));
   if (id.root >= 0) out.push_back("root " + std::to_string(id.root));
   return out;
 }

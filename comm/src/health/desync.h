@@ -11,24 +11,16 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <tide/comm/types.h>
 #include <tide/core/dtype.h>
 
-namespace tide::detail {
+#include "../spec/collective_kind.h"
 
-enum class CollectiveKind : std::uint8_t {
-  all_reduce,
-  broadcast,
-  all_gather,
-  reduce_scatter,
-  barrier,
-  split,
-  nccl_init,  // the host side of creating a communicator's NCCL communicator for one GPU
-  clock,      // clock_offset(): ping-pong messages to rank 0
-};
-const char* collective_kind_name(CollectiveKind k);
+namespace tide::detail {
 
 /// The part of a collective every rank must agree on, as three words.
 struct CollectiveSig {
@@ -40,7 +32,7 @@ struct CollectiveSig {
 /// push pays for no string. Small (captured by every collective's kernel).
 struct CollectiveId {
   CollectiveKind kind = CollectiveKind::barrier;
-  std::int8_t op = -1;       // ReduceOp, if the collective reduces
+  std::optional<ReduceOp> op;  // if the collective reduces
   DType dtype = DType::f32;  // meaningful when count >= 0
   std::int32_t root = -1;    // broadcast root, if any
   std::int32_t devices = 0;  // tensors per rank, for a multi-device all-reduce

@@ -127,7 +127,7 @@ void put_record(Out& o, const Record& r, std::uint64_t rec) {
     o.field("bytes", static_cast<std::uint64_t>(id.count) * dtype_size(id.dtype) *
                          static_cast<std::uint64_t>(id.devices > 1 ? id.devices : 1));
   }
-  if (id.op >= 0) o.text("op", reduce_op_name(static_cast<ReduceOp>(id.op)));
+  if (id.op) o.text("op", reduce_op_name(*id.op));
   if (id.root >= 0) o.field("root", id.root);
   o.text("state", state_name(r.state.load(std::memory_order_relaxed)));
   const char* names[3] = {"pushed_ns", "started_ns", "ended_ns"};

@@ -229,8 +229,8 @@ void put_collective(Line& l, const Where& where = g_where) {
     l.put(dtype_name(id.dtype));
     l.put(", ");
   }
-  if (id.op >= 0) {
-    l.put(reduce_op_name(static_cast<ReduceOp>(id.op)));
+  if (id.op) {
+    l.put(reduce_op_name(*id.op));
     l.put(", ");
   }
   if (id.root >= 0) {

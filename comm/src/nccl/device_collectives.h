@@ -10,15 +10,7 @@
 
 namespace tide::detail {
 
-/// One collective on a CUDA tensor: what it is (kind, count, dtype, op,
-/// root; `what.seq` from Impl::next_device_seq) and the reduction.
-struct DeviceCollective {
-  CollectiveId what;
-  ReduceOp op = ReduceOp::sum;
-  int root = 0;
-};
-
-/// Frontend: pushes `c` as an op on the comm stream of `in`'s GPU, reading
+/// Frontend: pushes collective `what` (its seq from Impl::next_device_seq) as an op on the comm stream of `in`'s GPU, reading
 /// `in` and writing `out` (the same tensor for an in-place call). `out` is
 /// on the same GPU and sized for the collective (checked by the caller).
 /// At the first collective on that GPU, first makes the communicator's NCCL
@@ -27,14 +19,14 @@ struct DeviceCollective {
 /// ncclCommInitRankConfig (non-blocking, polled against the timeout). The
 /// frontend waits for that once (a counted blocker); a failure throws
 /// BackendError there and breaks the communicator.
-void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const CollectiveId& what,
                             const Tensor& in, const Tensor& out, Loc loc);
 
 /// Frontend: the several-device all-reduce of CUDA tensors, one per GPU
 /// of this rank (distinct, checked by the caller): one NCCL communicator of
 /// size() x k members made for these GPUs at first use (in one NCCL group),
 /// then one op per GPU on its comm stream; avg divides by size() x k.
-void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const CollectiveId& what,
                             std::vector<Tensor>& per_device, Loc loc);
 
 /// Whether this build can run collectives on CUDA tensors.

@@ -217,19 +217,18 @@ void init_nccl(Communicator::Impl& impl, const std::vector<std::shared_ptr<NcclC
 }
 
 /// The collective op's body, on the GPU's comm stream worker.
-void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollective& c, const OpContext& ctx) {
+void run_collective(Communicator::Impl& impl, NcclComm& nc, const CollectiveId& what, const OpContext& ctx) {
   if (ctx.skipped) {
     // NCCL pairs collectives by order alone: were this rank to skip one
     // that its peers run, its next would pair with theirs. Abort instead;
     // the peers' wait then fails (timeout) rather than mixing data.
     if (impl.is_broken()) return;
     nc.abort();
-    impl.fail(name_of(impl, c.what, nc.device) + ": skipped on rank " + std::to_string(impl.mpi.rank) +
+    impl.fail(name_of(impl, what, nc.device) + ": skipped on rank " + std::to_string(impl.mpi.rank) +
               " (its input comes from a failed op, or it was cancelled); the NCCL communicator was aborted so "
               "that no later collective pairs with the wrong one");
   }
   impl.check_usable();
-  const CollectiveId& what = c.what;
   // For the SIGTERM report: which GPU collective this rank waits in.
   struct GpuWhere {
     GpuWhere(const Communicator::Impl& impl, const CollectiveId& what, int device)
@@ -243,34 +242,24 @@ void run_collective(Communicator::Impl& impl, NcclComm& nc, const DeviceCollecti
     GpuWhere& operator=(const GpuWhere&) = delete;
     int device;
   } where(impl, what, nc.device);
-  const std::size_t n = static_cast<std::size_t>(what.count);
-  const ncclDataType_t type = nccl_type(what.dtype);
-  const void* in = ctx.reads[0]->data();
-  void* out = ctx.writes[0]->data();
-  auto stream = static_cast<cudaStream_t>(ctx.native_stream);
-  const char* call = "";
-  ncclResult_t r = ncclSuccess;
+  const CollectiveSpec& spec = collective_spec(what.kind);
+  if (!spec.nccl) TIDE_UNREACHABLE("a GPU collective of a kind that has no NCCL call (the frontend pushes none)");
   // Every rank has the same count, so all of them skip an empty collective.
-  switch (what.kind) {
-    case CollectiveKind::all_reduce:
-      call = "ncclAllReduce";
-      if (n) r = ncclAllReduce(in, out, n, type, nccl_op(c.op), nc.comm, stream);
-      break;
-    case CollectiveKind::broadcast:
-      call = "ncclBroadcast";
-      if (n) r = ncclBroadcast(in, out, n, type, c.root, nc.comm, stream);
-      break;
-    case CollectiveKind::all_gather:
-      call = "ncclAllGather";
-      if (n) r = ncclAllGather(in, out, n, type, nc.comm, stream);
-      break;
-    case CollectiveKind::reduce_scatter:
-      call = "ncclReduceScatter";
-      if (n) r = ncclReduceScatter(in, out, n / static_cast<std::size_t>(impl.mpi.size), type, nccl_op(c.op), nc.comm,
-                                   stream);
-      break;
-    default:
-      TIDE_UNREACHABLE("a GPU collective of a kind that has no NCCL call (the frontend pushes none)");
+  const std::size_t n = static_cast<std::size_t>(spec.call_count(what.count, impl.mpi.size));
+  auto stream = static_cast<cudaStream_t>(ctx.native_stream);
+  const char* call = spec.nccl_name;
+  ncclResult_t r = ncclSuccess;
+  if (n) {
+    NcclArgs a;
+    a.in = ctx.reads[0]->data();
+    a.out = ctx.writes[0]->data();
+    a.count = n;
+    a.type = nccl_type(what.dtype);
+    a.op = nccl_op(what.op.value_or(ReduceOp::sum));
+    a.root = what.root;
+    a.comm = nc.comm;
+    a.stream = stream;
+    r = static_cast<ncclResult_t>(spec.nccl(a));
   }
   Poller poller(impl.options.timeout_s);
   if (r == ncclInProgress) r = settle(nc.comm, poller);
@@ -330,7 +319,7 @@ const std::vector<std::shared_ptr<NcclComm>>& comms_for(const std::shared_ptr<Co
     ncs.push_back(std::move(nc));
   }
   const CollectiveId what =
-      impl->begin(CollectiveKind::nccl_init, -1, DType::f32, -1, -1, static_cast<int>(devices.size()));
+      impl->begin(CollectiveKind::nccl_init, -1, DType::f32, std::nullopt, -1, static_cast<int>(devices.size()));
   auto token = e.allocate(cpu(0), 1);
   push_comm(e, "nccl_init", {}, {token}, loc, [impl, ncs, what](const OpContext&) { init_nccl(*impl, ncs, what); });
   try {
@@ -346,29 +335,29 @@ const std::vector<std::shared_ptr<NcclComm>>& comms_for(const std::shared_ptr<Co
 }
 
 void push_on_gpu(const std::shared_ptr<Communicator::Impl>& impl, const std::shared_ptr<NcclComm>& nc,
-                 const DeviceCollective& c, const Tensor& in, const Tensor& out, Loc loc) {
+                 const CollectiveId& what, const Tensor& in, const Tensor& out, Loc loc) {
   OpDesc op;
-  op.name = collective_kind_name(c.what.kind);
+  op.name = collective_kind_name(what.kind);
   op.device = in.device();
   op.stream = static_cast<int>(StreamKind::comm);
   op.reads = {in.storage()};
   op.writes = {out.storage()};
   op.loc = loc;
-  op.fn = [impl, nc, c](const OpContext& ctx) { run_collective(*impl, *nc, c, ctx); };
+  op.fn = [impl, nc, what](const OpContext& ctx) { run_collective(*impl, *nc, what, ctx); };
   op.notify_skip = true;
   in.engine().push(std::move(op));
 }
 
 }  // namespace
 
-void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+void push_device_collective(const std::shared_ptr<Communicator::Impl>& impl, const CollectiveId& what,
                             const Tensor& in, const Tensor& out, Loc loc) {
   const std::vector<int> devices{in.device().index};
   const std::shared_ptr<NcclComm> nc = comms_for(impl, in.engine(), devices, loc)[0];
-  push_on_gpu(impl, nc, c, in, out, loc);
+  push_on_gpu(impl, nc, what, in, out, loc);
 }
 
-void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const DeviceCollective& c,
+void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, const CollectiveId& what,
                             std::vector<Tensor>& per_device, Loc loc) {
   Engine& e = per_device[0].engine();
   if (per_device.size() > 1 && e.kind() == EngineKind::naive)
@@ -384,7 +373,7 @@ void push_device_all_reduce(const std::shared_ptr<Communicator::Impl>& impl, con
   // thread drives two of the communicators and no NCCL group is needed.
   for (Tensor& t : per_device) {
     const auto at = std::lower_bound(devices.begin(), devices.end(), t.device().index) - devices.begin();
-    push_on_gpu(impl, comms[static_cast<std::size_t>(at)], c, t, t, loc);
+    push_on_gpu(impl, comms[static_cast<std::size_t>(at)], what, t, t, loc);
   }
 }
 
