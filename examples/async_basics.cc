@@ -320,13 +320,9 @@ int main(int argc, char** argv) try {
               speedup, o.increments, speedup >= 5 ? "met" : "MISSED", m.tide_done_s / m.tide_return_s);
 
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw tide::ValueError("cannot write " + o.json);
+    std::ofstream f = tide::examples::open_json(o.json);
     tide::examples::JsonWriter j(f);
-    j.begin_object();
-    j.key("benchmark").value("async_basics");
-    tide::examples::write_machine(j);
-    j.field("command_line", command_line);
+    tide::examples::begin_benchmark(j, "async_basics", command_line);
     j.key("engine").value(tide::engine_kind_name(runtime->engine().kind()));
     j.key("device").value(o.device.str());
     j.key("repeats").value(o.repeats);

@@ -256,13 +256,9 @@ int main(int argc, char** argv) try {
   }
 
   if (!o.json.empty() && r == 0) {
-    std::ofstream f(o.json);
-    if (!f) throw tide::ValueError("cannot write " + o.json);
+    std::ofstream f = tide::examples::open_json(o.json);
     tide::examples::JsonWriter j(f);
-    j.begin_object();
-    j.field("benchmark", "bench_allreduce");
-    tide::examples::write_machine(j);
-    j.field("command_line", tide::examples::command_line(argc, argv));
+    tide::examples::begin_benchmark(j, "bench_allreduce", tide::examples::command_line(argc, argv));
     j.field("ranks", p).field("iters", o.iters).field("long_iters", kLong * o.iters).field("warmup", o.warmup).field("reps", o.reps);
     j.field("bus_factor", bus_factor);
     j.key("rows").begin_array();

@@ -94,13 +94,9 @@ int main(int argc, char** argv) try {
   std::printf("  tide throughput = %.0f%% of the bare loop (target >= 90%%: %s)\n", 100.0 * b / t,
               b / t >= 0.9 ? "met" : "missed");
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw tide::ValueError("cannot write " + o.json);
+    std::ofstream f = tide::examples::open_json(o.json);
     tide::examples::JsonWriter j(f);
-    j.begin_object();
-    j.key("benchmark").value("bench_launch");
-    tide::examples::write_machine(j);
-    j.field("command_line", command_line);
+    tide::examples::begin_benchmark(j, "bench_launch", command_line);
     j.key("device").value(o.device.str());
     j.key("ops").value(o.ops);
     j.key("elements").value(o.elements);

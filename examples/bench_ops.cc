@@ -172,13 +172,9 @@ int main(int argc, char** argv) try {
   }
 
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw tide::ValueError("cannot write " + o.json);
+    std::ofstream f = tide::examples::open_json(o.json);
     tide::examples::JsonWriter j(f);
-    j.begin_object();
-    j.field("benchmark", "bench_ops");
-    tide::examples::write_machine(j);
-    j.field("command_line", tide::examples::command_line(argc, argv));
+    tide::examples::begin_benchmark(j, "bench_ops", tide::examples::command_line(argc, argv));
     j.field("ops", o.ops).field("runs", o.runs).field("async_policy", async->policy().str());
     j.key("rows").begin_array();
     for (const Row& r : rows) {

@@ -340,10 +340,7 @@ std::vector<Check> checks(const Report& rep) {
 void write_json(std::ostream& os, const Report& rep, const std::vector<Check>& chk, int ranks, bool uses_mpi,
                 const Config& cfg, const std::string& command_line) {
   tide::examples::JsonWriter w(os);
-  w.begin_object();
-  w.field("benchmark", "bench_scaling");
-  tide::examples::write_machine(w);
-  w.field("command_line", command_line);
+  tide::examples::begin_benchmark(w, "bench_scaling", command_line);
   w.field("ranks", ranks).field("uses_mpi", uses_mpi).field("reps", cfg.reps).field("quick", cfg.quick);
   w.field("allocator", "tide's caching CPU allocator, limit " +
                            std::to_string(tide::cpu_cache_stats(0).limit_bytes >> 20) + " MiB per device");

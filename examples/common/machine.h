@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <fstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -40,6 +42,23 @@ inline std::string command_line(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) (s += i ? " " : "") += argv[i];
   return s;
+}
+
+/// A benchmark's JSON file, open for writing; throws std::runtime_error
+/// ("cannot write PATH") when it cannot be made.
+inline std::ofstream open_json(const std::string& path) {
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error("cannot write " + path);
+  return f;
+}
+
+/// Opens a benchmark's JSON object with what every one begins with: the
+/// benchmark's name, the machine and date, and the command line.
+inline void begin_benchmark(JsonWriter& w, const char* benchmark, const std::string& command_line) {
+  w.begin_object();
+  w.field("benchmark", benchmark);
+  write_machine(w);
+  w.field("command_line", command_line);
 }
 
 }  // namespace tide::examples

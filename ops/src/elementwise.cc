@@ -5,6 +5,7 @@
 #include <tide/core/copy.h>
 
 #include <string>
+#include <utility>
 
 #include "kernels.h"
 #include "op_util.h"
@@ -24,8 +25,21 @@ constexpr int slot(UnaryOp op) { return static_cast<int>(op); }
 // The op is a template argument and the helpers are forced inline, so each
 // public function is one straight push path with its table slot fixed.
 
-template <BinaryOp Op>
-[[gnu::always_inline]] inline Tensor binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
+/// Pushes `kernel` reading `reads`: into a new tensor shaped like `a`, or,
+/// when InPlace, into a itself (a's storage is then both read and written,
+/// so the engine orders the op after every earlier reader and writer of a).
+template <bool InPlace, typename Kernel>
+[[gnu::always_inline]] inline auto push_like(Engine& e, const char* name, const Tensor& a, StorageList reads,
+                                             Kernel kernel, Loc loc) {
+  if constexpr (InPlace)
+    push_into(e, name, a.device(), std::move(reads), {a.storage()}, std::move(kernel), loc);
+  else
+    return push_new(e, name, a.shape(), a.dtype(), a.device(), std::move(reads), std::move(kernel), loc);
+}
+
+/// a op b, into a new tensor or (InPlace) into a.
+template <BinaryOp Op, bool InPlace = false>
+[[gnu::always_inline]] inline auto binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
   check_same_shape(name, a, b);
@@ -33,8 +47,8 @@ template <BinaryOp Op>
   const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
-  return push_new(
-      e, name, a.shape(), dt, dev, {a.storage(), b.storage()},
+  return push_like<InPlace>(
+      e, name, a, {a.storage(), b.storage()},
       [fn, dt, n](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
       },
@@ -56,9 +70,10 @@ kernels::ScalarFn scalar_kernel(const char* name, Device d) {
   return kernel_for(name, d, Reversed ? t.rscalar[slot(Op)] : t.scalar[slot(Op)]);
 }
 
-/// a op s (or s op a when Reversed), the scalar converted to a's dtype.
-template <BinaryOp Op, bool Reversed>
-[[gnu::always_inline]] inline Tensor with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
+/// a op s (or s op a when Reversed), the scalar converted to a's dtype;
+/// into a new tensor or (InPlace) into a.
+template <BinaryOp Op, bool Reversed, bool InPlace = false>
+[[gnu::always_inline]] inline auto with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
   Engine& e = engine_for(name, a);
   check_scalar_fits(name, s, a.dtype());
   if constexpr (Op == BinaryOp::div && !Reversed) check_scalar_divisor(name, s, a.dtype());
@@ -66,8 +81,8 @@ template <BinaryOp Op, bool Reversed>
   const auto fn = scalar_kernel<Op, Reversed>(name, dev);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
-  return push_new(
-      e, name, a.shape(), dt, dev, {a.storage()},
+  return push_like<InPlace>(
+      e, name, a, {a.storage()},
       [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
       loc);
 }
@@ -80,43 +95,9 @@ template <UnaryOp Op>
   const auto fn = kernel_for(name, dev, kernels::elementwise(dev).unary[slot(Op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
-  return push_new(
-      e, name, a.shape(), dt, dev, {a.storage()},
-      [fn, dt, n](const OpContext& ctx) { fn(dt, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); },
-      loc);
-}
-
-// In place: a's storage is both read and written, so the engine orders the
-// op after every earlier reader and writer of a.
-template <BinaryOp Op>
-[[gnu::always_inline]] inline void binary_inplace(const char* name, Tensor& a, const Tensor& b, Loc loc) {
-  Engine& e = engine_for(name, a, b);
-  check_same_dtype(name, a, b);
-  check_same_shape(name, a, b);
-  const Device dev = a.device();
-  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
-  const std::int64_t n = a.numel();
-  const DType dt = a.dtype();
-  push_into(
-      e, name, dev, {a.storage(), b.storage()}, {a.storage()},
-      [fn, dt, n](const OpContext& ctx) {
-        fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
-      },
-      loc);
-}
-
-template <BinaryOp Op>
-[[gnu::always_inline]] inline void scalar_inplace(const char* name, Tensor& a, double s, Loc loc) {
-  Engine& e = engine_for(name, a);
-  check_scalar_fits(name, s, a.dtype());
-  const Device dev = a.device();
-  const auto fn = scalar_kernel<Op, false>(name, dev);
-  const std::int64_t n = a.numel();
-  const DType dt = a.dtype();
-  push_into(
-      e, name, dev, {a.storage()}, {a.storage()},
-      [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
-      loc);
+  return push_like<false>(
+      e, name, a, {a.storage()},
+      [fn, dt, n](const OpContext& ctx) { fn(dt, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); }, loc);
 }
 
 }  // namespace
@@ -139,11 +120,11 @@ Tensor exp(const Tensor& a, Loc loc) { return unary<UnaryOp::exp>("exp", a, true
 Tensor log(const Tensor& a, Loc loc) { return unary<UnaryOp::log>("log", a, true, loc); }
 Tensor relu(const Tensor& a, Loc loc) { return unary<UnaryOp::relu>("relu", a, false, loc); }
 
-void add_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::add>("add_", a, b, loc); }
-void sub_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::sub>("sub_", a, b, loc); }
-void mul_(Tensor& a, const Tensor& b, Loc loc) { binary_inplace<BinaryOp::mul>("mul_", a, b, loc); }
-void add_(Tensor& a, double s, Loc loc) { scalar_inplace<BinaryOp::add>("add_", a, s, loc); }
-void mul_(Tensor& a, double s, Loc loc) { scalar_inplace<BinaryOp::mul>("mul_", a, s, loc); }
+void add_(Tensor& a, const Tensor& b, Loc loc) { binary<BinaryOp::add, true>("add_", a, b, loc); }
+void sub_(Tensor& a, const Tensor& b, Loc loc) { binary<BinaryOp::sub, true>("sub_", a, b, loc); }
+void mul_(Tensor& a, const Tensor& b, Loc loc) { binary<BinaryOp::mul, true>("mul_", a, b, loc); }
+void add_(Tensor& a, double s, Loc loc) { with_scalar<BinaryOp::add, false, true>("add_", a, s, loc); }
+void mul_(Tensor& a, double s, Loc loc) { with_scalar<BinaryOp::mul, false, true>("mul_", a, s, loc); }
 
 void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   const char* name = "copy_";

@@ -61,14 +61,28 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Loc loc) {
       loc);
 }
 
+namespace {
+
+/// The checks of a backward GEMM of linear: dy [N, out] and `other` (shaped
+/// `layout`) are 2-d floating tensors of one dtype, and dy's axis `dy_axis`
+/// and other's axis `other_axis` (the extent called `axis`) agree. Returns
+/// their engine.
+Engine& check_linear_grad(const char* name, const Tensor& dy, const Arg& other, const char* layout, int dy_axis,
+                          int other_axis, const char* axis) {
+  const Arg ady{dy, "dy"};
+  Engine& e = engine_for_args(name, {ady, other});
+  check_ndim(name, ady, 2, "[N, out]");
+  check_ndim(name, other, 2, layout);
+  check_extent(name, ady, dy_axis, other, other_axis, axis);
+  check_floating_pair(name, ady, other);
+  return e;
+}
+
+}  // namespace
+
 Tensor linear_backward_weight(const Tensor& dy, const Tensor& x, Loc loc) {
   const char* name = "linear_backward_weight";
-  const Arg ady{dy, "dy"}, ax{x, "x"};
-  Engine& e = engine_for_args(name, {ady, ax});
-  check_ndim(name, ady, 2, "[N, out]");
-  check_ndim(name, ax, 2, "[N, in]");
-  check_extent(name, ady, 0, ax, 0, "N");
-  check_floating_pair(name, ady, ax);
+  Engine& e = check_linear_grad(name, dy, Arg{x, "x"}, "[N, in]", 0, 0, "N");
   const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = x.shape()[1];
   // dw [out, in] = dy^T [out, N] x [N, in].
   const GemmDims d = gemm_dims(name, out, in, n, true, false);
@@ -94,12 +108,7 @@ Tensor linear_backward_bias(const Tensor& dy, Loc loc) {
 
 Tensor linear_backward_input(const Tensor& dy, const Tensor& w, Loc loc) {
   const char* name = "linear_backward_input";
-  const Arg ady{dy, "dy"}, aw{w, "w"};
-  Engine& e = engine_for_args(name, {ady, aw});
-  check_ndim(name, ady, 2, "[N, out]");
-  check_ndim(name, aw, 2, "[out, in]");
-  check_extent(name, ady, 1, aw, 0, "out");
-  check_floating_pair(name, ady, aw);
+  Engine& e = check_linear_grad(name, dy, Arg{w, "w"}, "[out, in]", 1, 0, "out");
   const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = w.shape()[1];
   // dx [N, in] = dy [N, out] w [out, in].
   const GemmDims d = gemm_dims(name, n, in, out, false, false);

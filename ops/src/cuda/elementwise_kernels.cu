@@ -26,46 +26,31 @@ struct alignas(16) Pack {
   T v[kWidth];
 };
 
-template <typename T, bool Vectorized, typename F>
-__global__ void map1_kernel(const T* a, T* out, std::int64_t n, F f) {
-  const std::int64_t first = first_index(), stride = grid_stride();
-  std::int64_t tail = 0;
-  if constexpr (Vectorized) {
-    constexpr int kW = Pack<T>::kWidth;
-    const std::int64_t packs = n / kW;
-    const auto* ap = reinterpret_cast<const Pack<T>*>(a);
-    auto* op = reinterpret_cast<Pack<T>*>(out);
-    for (std::int64_t i = first; i < packs; i += stride) {
-      Pack<T> x = ap[i];
+/// f over the lanes of one pack of each input (each taken by value: one
+/// 16-byte load per input).
+template <typename T, typename F, typename... Packs>
+__device__ __forceinline__ Pack<T> map_pack(F f, Packs... x) {
+  Pack<T> r;
 #pragma unroll
-      for (int k = 0; k < kW; ++k) x.v[k] = f(x.v[k]);
-      op[i] = x;
-    }
-    tail = packs * kW;
-  }
-  for (std::int64_t i = tail + first; i < n; i += stride) out[i] = f(a[i]);
+  for (int k = 0; k < Pack<T>::kWidth; ++k) r.v[k] = f(x.v[k]...);
+  return r;
 }
 
-template <typename T, bool Vectorized, typename F>
-__global__ void map2_kernel(const T* a, const T* b, T* out, std::int64_t n, F f) {
+/// out[i] = f(in[i]...) for one or two inputs: by 16-byte packs when
+/// Vectorized, then the tail element by element.
+template <typename T, bool Vectorized, typename F, typename... In>
+__global__ void map_kernel(T* out, std::int64_t n, F f, const In*... in) {
   const std::int64_t first = first_index(), stride = grid_stride();
   std::int64_t tail = 0;
   if constexpr (Vectorized) {
     constexpr int kW = Pack<T>::kWidth;
     const std::int64_t packs = n / kW;
-    const auto* ap = reinterpret_cast<const Pack<T>*>(a);
-    const auto* bp = reinterpret_cast<const Pack<T>*>(b);
     auto* op = reinterpret_cast<Pack<T>*>(out);
-    for (std::int64_t i = first; i < packs; i += stride) {
-      Pack<T> x = ap[i];
-      const Pack<T> y = bp[i];
-#pragma unroll
-      for (int k = 0; k < kW; ++k) x.v[k] = f(x.v[k], y.v[k]);
-      op[i] = x;
-    }
+    for (std::int64_t i = first; i < packs; i += stride)
+      op[i] = map_pack<T>(f, reinterpret_cast<const Pack<T>*>(in)[i]...);
     tail = packs * kW;
   }
-  for (std::int64_t i = tail + first; i < n; i += stride) out[i] = f(a[i], b[i]);
+  for (std::int64_t i = tail + first; i < n; i += stride) out[i] = f(in[i]...);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -77,30 +62,28 @@ unsigned grid_of(std::int64_t n, bool vectorized) {
   return grid_for(vectorized ? (n + Pack<T>::kWidth - 1) / Pack<T>::kWidth : n);
 }
 
-/// The launches behind the table (elementwise_table.h): the packed kernel
-/// when every pointer is 16-byte aligned, the scalar one otherwise.
+/// Launches map_kernel over `in`: the packed kernel when every pointer is
+/// 16-byte aligned, the scalar one otherwise.
+template <typename T, typename F, typename... In>
+void launch_map(void* out, std::int64_t n, F f, void* stream, const In*... in) {
+  if (n == 0) return;
+  auto* to = static_cast<T*>(out);
+  const bool vec = (aligned16(out) && ... && aligned16(in));
+  if (vec) map_kernel<T, true><<<grid_of<T>(n, true), kThreads, 0, as_stream(stream)>>>(to, n, f, in...);
+  else map_kernel<T, false><<<grid_of<T>(n, false), kThreads, 0, as_stream(stream)>>>(to, n, f, in...);
+  TIDE_CUDA_LAUNCH_CHECK();
+}
+
+/// The launches behind the table (elementwise_table.h).
 struct CudaMaps {
   template <typename T, typename F>
   static void map1(const void* a, void* out, std::int64_t n, F f, void* stream) {
-    if (n == 0) return;
-    const auto* ta = static_cast<const T*>(a);
-    auto* to = static_cast<T*>(out);
-    const bool vec = aligned16(a) && aligned16(out);
-    if (vec) map1_kernel<T, true><<<grid_of<T>(n, true), kThreads, 0, as_stream(stream)>>>(ta, to, n, f);
-    else map1_kernel<T, false><<<grid_of<T>(n, false), kThreads, 0, as_stream(stream)>>>(ta, to, n, f);
-    TIDE_CUDA_LAUNCH_CHECK();
+    launch_map<T>(out, n, f, stream, static_cast<const T*>(a));
   }
 
   template <typename T, typename F>
   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream) {
-    if (n == 0) return;
-    const auto* ta = static_cast<const T*>(a);
-    const auto* tb = static_cast<const T*>(b);
-    auto* to = static_cast<T*>(out);
-    const bool vec = aligned16(a) && aligned16(b) && aligned16(out);
-    if (vec) map2_kernel<T, true><<<grid_of<T>(n, true), kThreads, 0, as_stream(stream)>>>(ta, tb, to, n, f);
-    else map2_kernel<T, false><<<grid_of<T>(n, false), kThreads, 0, as_stream(stream)>>>(ta, tb, to, n, f);
-    TIDE_CUDA_LAUNCH_CHECK();
+    launch_map<T>(out, n, f, stream, static_cast<const T*>(a), static_cast<const T*>(b));
   }
 };
 
