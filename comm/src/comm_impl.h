@@ -4,9 +4,10 @@
 // comm/. It is made of one object per concern:
 //   health/  FailureState  broken or not, and why
 //   mpi/     MpiGroup      the ranks over MPI; runs and times host collectives
-//   health/  SyncChecker   the desync check and its signature history
+//   check/   SyncChecker   the desync check and its signature history
 //   nccl/    NcclSets      the NCCL communicators, by set of GPUs
-// and numbers the collectives pushed on it (begin).
+// and numbers the collectives pushed on it (begin), each described by its
+// kind's record (spec/collective_spec.h).
 #pragma once
 
 #include <cstdint>
