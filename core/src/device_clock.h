@@ -4,7 +4,8 @@
 // A device gives the time between two of its events, as float
 // milliseconds: 2^-24 of the interval, so one anchor for a whole run loses
 // resolution as the run goes on (31 us after 4 minutes). Anchors are
-// therefore renewed (about once a second while tracing): each is an event
+// therefore renewed (about once a second while tracing; when and how is
+// AnchorClock's policy, anchor_clock.h): each is an event
 // recorded on an idle stream and waited for, with the host's clock read
 // just before the record and just after the wait. Every event is timed
 // against a recent anchor, so its offset stays short and precise.

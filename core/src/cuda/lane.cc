@@ -10,7 +10,7 @@
 
 #include <tide/core/cuda_check.h>
 
-#include "../device_clock.h"
+#include "../anchor_clock.h"
 #include "cuda_runtime.h"
 
 namespace tide::backend::cuda_impl {
@@ -23,154 +23,45 @@ Fault fault(cudaError_t e, const char* call, int line) {
   return {detail::cuda_error_message(e, call, __FILE__, line), detail::cuda_error_is_sticky(e)};
 }
 
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
-/// A device's event clock placed on the host's (ClockMap, device_clock.h):
-/// anchors are events recorded on an idle stream of their own, about once
-/// a second while the device's ops are traced. Events of one device
-/// compare with cudaEventElapsedTime whatever their streams, so every lane
-/// of the device shares its clock, and their spans order as the device ran
-/// them.
-///
-/// An anchor is recorded by a worker, which spins for it at most kSpinNs,
-/// 200 us (an idle stream runs it at once), and never waits for the device's
-/// queued work: an anchor not done by then stays pending, and every later
-/// call polls it. Its reading is then too wide to be used, but its place on
-/// the device's clock is. Placing an event polls first, so an anchor the
-/// device has passed is on the map before any event after it is placed.
-/// The first anchor is used only with a usable reading (it is recorded
-/// again 10 ms later, and taken whatever its reading at the tenth try);
-/// ops traced before it exists keep their launch times.
-struct DeviceClock {
-  static constexpr std::int64_t kRenewNs = 1'000'000'000;  // a new anchor when the newest is older
-  static constexpr std::int64_t kFirstRetryNs = 10'000'000;
-  // No longer than a usable reading's window (less the reads around it).
-  static constexpr std::int64_t kSpinNs = ClockMap::kMaxWindowNs - 20'000;
-  // A first anchor refused this many times for its wide reading (a device
-  // whose queues are all busy) is taken anyway; later readings bend the
-  // map back toward the host.
-  static constexpr int kFirstTries = 10;
-
-  std::mutex m;  // guards all below; the CUDA calls on the anchors' events are made under it
-  ClockMap map;
-  std::uint64_t valid_from = 0;  // anchors below lost their event to a newer one
-  bool pending = false;          // anchor `next()` is recorded, not yet seen done
-  std::uint64_t generation = 0;  // of recordings, so a late spinner finishes only its own
-  std::int64_t pending_before = 0;
-  std::int64_t last_try_ns = 0;  // of a recording
-  int first_refused = 0;         // first anchors refused for their reading
-  std::uint64_t link_failures = 0;  // anchors dropped: their interval to the previous one was not given
+/// The CUDA side of a device's AnchorClock (anchor_clock.h): ClockMap::kKeep
+/// timing events on a non-blocking stream of its own, which stays idle.
+struct CudaClockEvents final : ClockEvents {
   cudaStream_t stream = nullptr;
-  cudaEvent_t events[ClockMap::kKeep]{};  // anchor k's is events[k % kKeep]
+  cudaEvent_t events[ClockMap::kKeep]{};
 
-  cudaEvent_t event(std::uint64_t k) const { return events[k % ClockMap::kKeep]; }
-  std::uint64_t next() const { return map.empty() ? 0 : map.newest() + 1; }
-
-  /// The pending anchor was seen done at `after`: on the map (m held). The
-  /// first anchor needs a usable reading.
-  void finish_pending(std::int64_t after) {
-    pending = false;
-    const std::uint64_t k = next();
-    if (k == 0) {
-      if (after - pending_before <= ClockMap::kMaxWindowNs || ++first_refused >= kFirstTries)
-        map.add(0, pending_before, after);
-      return;
-    }
-    float ms = 0;
-    if (cudaEventElapsedTime(&ms, event(k - 1), event(k)) != cudaSuccess) {
-      cudaGetLastError();  // not the next launch's error; the next renewal tries again
-      ++link_failures;
-      return;
-    }
-    map.add(static_cast<double>(ms) * 1e6, pending_before, after);
+  bool record(std::size_t slot) override { return ok(cudaEventRecord(events[slot], stream)); }
+  State query(std::size_t slot) override {
+    const cudaError_t r = cudaEventQuery(events[slot]);
+    if (r == cudaSuccess) return State::done;
+    if (r == cudaErrorNotReady) return State::not_yet;
+    cudaGetLastError();
+    return State::failed;
+  }
+  bool elapsed_ms(std::size_t from, std::size_t to, float& ms) override {
+    return ok(cudaEventElapsedTime(&ms, events[from], events[to]));
+  }
+  bool elapsed_ms(std::size_t from, const void* event, float& ms) override {
+    return ok(cudaEventElapsedTime(&ms, events[from], static_cast<cudaEvent_t>(const_cast<void*>(event))));
+  }
+  /// Frees what was made (a clock is kept for the process; this runs only
+  /// when making one failed).
+  void destroy() {
+    for (auto& e : events)
+      if (e && cudaEventDestroy(e) != cudaSuccess) cudaGetLastError();
+    if (stream && cudaStreamDestroy(stream) != cudaSuccess) cudaGetLastError();
   }
 
-  /// Polls the pending anchor (m held).
-  void poll_pending() {
-    if (!pending) return;
-    const cudaError_t r = cudaEventQuery(event(next()));
-    if (r == cudaSuccess) {
-      finish_pending(steady_ns());
-    } else if (r != cudaErrorNotReady) {
-      cudaGetLastError();
-      pending = false;
-    }
-  }
-
-  /// The anchor a traced op recorded now is timed against, renewing it
-  /// when it is older than kRenewNs (a worker); false while the device has
-  /// none yet.
-  bool current(std::uint64_t& k) {
-    std::unique_lock<std::mutex> lock(m);
-    poll_pending();
-    const std::int64_t now = steady_ns();
-    const std::int64_t wait = map.empty() ? kFirstRetryNs : kRenewNs;
-    if (!pending && (map.empty() || now - map.newest_host_ns() >= kRenewNs) && now - last_try_ns >= wait) {
-      last_try_ns = now;
-      const std::uint64_t n = next();
-      // Its event slot held anchor n - kKeep: no span may use that one now.
-      if (n >= ClockMap::kKeep) valid_from = std::max(valid_from, n - ClockMap::kKeep + 1);
-      pending_before = steady_ns();
-      if (cudaEventRecord(event(n), stream) == cudaSuccess) {
-        pending = true;
-        const std::uint64_t mine = ++generation;
-        lock.unlock();
-        bool done = false;
-        for (;;) {
-          const cudaError_t r = cudaEventQuery(event(n));
-          if (r == cudaSuccess) {
-            done = true;
-            break;
-          }
-          if (r != cudaErrorNotReady) {
-            cudaGetLastError();  // not the next launch's error; the poll drops the anchor
-            break;
-          }
-          if (steady_ns() - pending_before >= kSpinNs) break;
-        }
-        const std::int64_t after = steady_ns();
-        lock.lock();
-        if (done && pending && generation == mine) finish_pending(after);
-      } else {
-        cudaGetLastError();
-      }
-    }
-    if (map.empty()) return false;
-    k = map.newest();
-    return true;
-  }
-
-  /// Host times of events `b` and `e` (complete) of an op recorded with
-  /// anchor `k` current.
-  bool place(std::uint64_t k, cudaEvent_t b, cudaEvent_t e, std::int64_t& start_ns, std::int64_t& end_ns) {
-    std::lock_guard<std::mutex> lock(m);
-    poll_pending();  // an anchor the device has passed goes on the map before any later event is placed
-    if (k < valid_from) return false;
-    auto at = [&](cudaEvent_t x, std::int64_t& host_ns) {
-      auto elapsed = [&](std::uint64_t j, double& ns) {
-        float ms = 0;
-        if (j < valid_from || cudaEventElapsedTime(&ms, event(j), x) != cudaSuccess) {
-          cudaGetLastError();
-          return false;
-        }
-        ns = static_cast<double>(ms) * 1e6;
-        return true;
-      };
-      return map.place(k, elapsed, host_ns);
-    };
-    return at(b, start_ns) && at(e, end_ns);
+ private:
+  static bool ok(cudaError_t e) {
+    if (e == cudaSuccess) return true;
+    cudaGetLastError();  // not the next launch's error
+    return false;
   }
 };
 
-namespace {
-
 struct Clocks {
   std::mutex m;
-  std::map<int, DeviceClock*> by_device;
+  std::map<int, AnchorClock*> by_device;
 };
 Clocks& clocks() {
   static auto* c = new Clocks();  // never freed: lanes may outlive statics
@@ -180,27 +71,25 @@ Clocks& clocks() {
 /// The clock of `device` (its stream and events; its first anchor comes
 /// with the first traced op); null when they cannot be made (tried again
 /// at the next lane's first traced op). Waits for nothing on the device.
-DeviceClock* device_clock(int device) {
+AnchorClock* device_clock(int device) {
   std::lock_guard<std::mutex> lock(clocks().m);
   auto it = clocks().by_device.find(device);
   if (it != clocks().by_device.end()) return it->second;
-  auto c = std::make_unique<DeviceClock>();
+  auto events = std::make_unique<CudaClockEvents>();
   bool ok = false;
   try {
     DeviceGuard on(device);
-    ok = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) == cudaSuccess;
-    for (auto& e : c->events) ok = ok && cudaEventCreate(&e) == cudaSuccess;
+    ok = cudaStreamCreateWithFlags(&events->stream, cudaStreamNonBlocking) == cudaSuccess;
+    for (auto& e : events->events) ok = ok && cudaEventCreate(&e) == cudaSuccess;
   } catch (const std::exception&) {
     ok = false;
   }
   if (!ok) {
     cudaGetLastError();
-    for (auto& e : c->events)
-      if (e && cudaEventDestroy(e) != cudaSuccess) cudaGetLastError();
-    if (c->stream && cudaStreamDestroy(c->stream) != cudaSuccess) cudaGetLastError();
+    events->destroy();
     return nullptr;
   }
-  return clocks().by_device.emplace(device, c.release()).first->second;
+  return clocks().by_device.emplace(device, new AnchorClock(std::move(events))).first->second;
 }
 }  // namespace
 
@@ -318,7 +207,7 @@ Fault CudaLane::record_end(std::uint64_t seq) {
 
 bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) {
   if (begin_.empty() || !clock_) return false;
-  return clock_->place(anchor_of_[seq % kRing], ev(begin_[seq % kRing]), ev(end_[seq % kRing]), start_ns, end_ns);
+  return clock_->place(anchor_of_[seq % kRing], begin_[seq % kRing], end_[seq % kRing], start_ns, end_ns);
 }
 
 }  // namespace tide::backend::cuda_impl
@@ -326,20 +215,20 @@ bool CudaLane::span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end
 namespace tide::backend {
 
 bool clock_report(int device, ClockReport& out) {
-  cuda_impl::DeviceClock* c = nullptr;
+  AnchorClock* c = nullptr;
   {
     std::lock_guard<std::mutex> lock(cuda_impl::clocks().m);
     auto it = cuda_impl::clocks().by_device.find(device);
     if (it == cuda_impl::clocks().by_device.end()) return false;
     c = it->second;
   }
-  std::lock_guard<std::mutex> lock(c->m);
-  out.anchors = c->map.anchors();
-  out.readings_used = c->map.readings_used();
-  out.readings_ignored = c->map.readings_ignored();
-  out.last_residual_ns = c->map.last_residual_ns();
-  out.max_residual_ns = c->map.max_residual_ns();
-  out.link_failures = c->link_failures;
+  const AnchorClock::Report r = c->report();
+  out.anchors = r.anchors;
+  out.readings_used = r.readings_used;
+  out.readings_ignored = r.readings_ignored;
+  out.last_residual_ns = r.last_residual_ns;
+  out.max_residual_ns = r.max_residual_ns;
+  out.link_failures = r.link_failures;
   return true;
 }
 

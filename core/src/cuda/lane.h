@@ -15,9 +15,11 @@
 
 #include "../backend.h"
 
-namespace tide::backend::cuda_impl {
+namespace tide {
+class AnchorClock;  // a device's event clock placed on the host's (anchor_clock.h)
+}  // namespace tide
 
-struct DeviceClock;  // a device's event clock placed on the host's (lane.cc)
+namespace tide::backend::cuda_impl {
 
 class CudaLane final : public Lane {
  public:
@@ -44,7 +46,7 @@ class CudaLane final : public Lane {
   // Timing events (worker: record; completion thread: read, after the op's
   // completion, before its slot can be recorded again).
   std::vector<void*> begin_, end_;
-  DeviceClock* clock_ = nullptr;  // its device's, set with the rings
+  AnchorClock* clock_ = nullptr;  // its device's, set with the rings
   std::vector<std::uint64_t> anchor_of_;  // the anchor each slot's timing events are placed by
   bool timing_unavailable_ = false;  // the rings could not be made: not tried again (worker only)
 };
