@@ -129,22 +129,24 @@ Tensor push_collective(const std::shared_ptr<Communicator::Impl>& impl, Collecti
                        const Tensor& t, bool in_place, std::optional<ReduceOp> op, int root, Loc loc) {
   const CollectiveSpec& spec = detail::collective_spec(kind);
   if (!t.defined()) throw UndefinedTensorError(std::string(name) + ": use of an undefined tensor");
+  // A host tensor's engine and device first (a tensor of a destroyed
+  // engine is a UsageError whatever the other arguments), then the rest.
+  Engine* host = detail::on_gpu(t) ? nullptr : &detail::engine_of(t, name);
   if (spec.reduces) detail::check_reduce(name, t, *op);
   if (spec.rooted) check_root(*impl, spec.name, root);
   const std::optional<Shape> shape = spec.result_shape(t.shape(), impl->mpi.size);
   if (!shape)
     throw ShapeError(std::string(name) + ": " +
                      spec.shape_error(t.shape(), (impl->parent ? "this " : "") + impl->peers()));
-  if (detail::on_gpu(t)) {
+  if (!host) {
     const CollectiveId what = detail::device_collective(*impl, name, kind, t, op, root);
     Tensor out = in_place ? t : Tensor::empty(*shape, t.dtype(), t.device());
     detail::push_device_collective(impl, what, t, out, loc);
     return out;
   }
-  Engine& e = detail::engine_of(t, name);
   Tensor out = in_place ? t : Tensor::empty(*shape, t.dtype(), t.device());
   detail::push_host_collective(
-      impl, e, spec.name, impl->begin(kind, t.numel(), t.dtype(), op, root), {t.storage()}, {out.storage()}, loc,
+      impl, *host, spec.name, impl->begin(kind, t.numel(), t.dtype(), op, root), {t.storage()}, {out.storage()}, loc,
       [spec = &spec, in_bytes = t.nbytes(), out_bytes = out.nbytes()](const OpContext& c, MpiGroup& mpi,
                                                                       const CollectiveId& what) {
         detail::run_host_collective(*spec, mpi, what, c.reads[0]->data(), c.writes[0]->data(), in_bytes, out_bytes);

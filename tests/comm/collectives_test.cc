@@ -2,6 +2,7 @@
 // values derived from r, so every expected result is exact. Counts 0, 1, odd
 // and a few MB; in place and out of place; every collective and dtype.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,23 @@ TEST(Collectives, AvgNeedsAFloatingDtypeAndNothingIsEnqueued) {
     EXPECT_THROW(world().reduce_scatter(uneven, ReduceOp::sum), ShapeError);
   }
   EXPECT_EQ(rt().stats().ops_pushed, pushed);
+}
+
+TEST(Collectives, AHostTensorOfAnotherEngineIsRefusedBeforeTheOtherArguments) {
+  // Its engine is not the current one: that is the error, whatever else is
+  // wrong with the call (here an avg over i32 and a root out of range).
+  std::unique_ptr<Engine> other = Engine::create();
+  Tensor t;
+  {
+    EngineScope scope(*other);
+    t = from_vector(std::vector<std::int32_t>{1, 2});
+  }
+  EXPECT_THROW(world().all_reduce_(t, ReduceOp::avg), UsageError);
+  EXPECT_THROW((void)world().all_reduce(t, ReduceOp::avg), UsageError);
+  EXPECT_THROW(world().broadcast_(t, world().size()), UsageError);
+  EXPECT_THROW((void)world().reduce_scatter(t, ReduceOp::avg), UsageError);
+  t = Tensor();
+  other->wait_all();
 }
 
 TEST(Collectives, ACountBeyondMpisIntIsRefusedBeforeAnythingIsPushed) {

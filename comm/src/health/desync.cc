@@ -23,7 +23,9 @@ CollectiveId CollectiveId::from_sig(const CollectiveSig& s, std::uint64_t seq) {
   CollectiveId id;
   id.kind = static_cast<CollectiveKind>(s.w[0] & 0xff);
   id.dtype = static_cast<DType>((s.w[0] >> 8) & 0xff);
-  if (const int op = static_cast<int>((s.w[0] >> 16) & 0xff); op > 0) id.op = static_cast<ReduceOp>(op - 1);
+  // 0: none; a byte past the last ReduceOp (another build, say) is none too.
+  if (const int op = static_cast<int>((s.w[0] >> 16) & 0xff); op > 0 && op <= static_cast<int>(ReduceOp::min) + 1)
+    id.op = static_cast<ReduceOp>(op - 1);
   id.devices = static_cast<std::int32_t>(s.w[0] >> 32);
   id.count = static_cast<std::int64_t>(s.w[1]);
   id.root = static_cast<std::int32_t>(static_cast<std::int64_t>(s.w[2]));

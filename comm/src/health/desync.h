@@ -51,6 +51,8 @@ struct CollectiveId {
   std::string str(const std::string& peers) const;
 };
 
+static_assert(sizeof(CollectiveId) <= 40, "CollectiveId is captured by every collective's kernel: keep it small");
+
 /// The running hash of a collective sequence: h' = chain_hash(h, sig).
 std::uint64_t chain_hash(std::uint64_t h, const CollectiveSig& s);
 

@@ -8,7 +8,8 @@
 
 namespace tide {
 
-enum class ReduceOp { sum, avg, max, min };
+/// One byte, so that a collective's id (captured by its kernel) stays small.
+enum class ReduceOp : std::uint8_t { sum, avg, max, min };
 const char* reduce_op_name(ReduceOp op);
 
 /// A collective failed or timed out (rethrown at a barrier as BackendError,
