@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <deque>
 
-#include "engine_internal.h"
+#include "engine_backend.h"
 #include "stream.h"
 
 namespace tide {
 
 namespace {
 
-class AsyncEngine final : public Engine, private Stream::Hooks {
+class AsyncEngine final : public EngineBackend, private Stream::Hooks {
  public:
-  explicit AsyncEngine(const EngineOptions& options) : Engine(options) {
+  explicit AsyncEngine(const EngineOptions& options) : EngineBackend(options) {
     std::size_t n = devices_.size() * kStreamKinds;
     streams_.reserve(n);
     for (std::size_t i = 0; i < n; ++i)

@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "engine_internal.h"
+#include "engine_backend.h"
 
 #include "backend.h"
 #include "stream.h"
@@ -13,10 +13,10 @@ namespace tide {
 
 namespace {
 
-class NaiveEngine final : public Engine {
+class NaiveEngine final : public EngineBackend {
  public:
   explicit NaiveEngine(const EngineOptions& options)
-      : Engine(options), seqs_(devices_.size() * kStreamKinds, 0), natives_(seqs_.size(), nullptr) {
+      : EngineBackend(options), seqs_(devices_.size() * kStreamKinds, 0), natives_(seqs_.size(), nullptr) {
     // GPU ops launch on the process's shared naive streams and are waited
     // for one by one: the synchronous reference, with faults pinned on the
     // op that made them. The streams (and the cuBLAS handles the frontend

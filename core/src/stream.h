@@ -32,7 +32,7 @@ struct QueuedOp {
   std::uint64_t streaming_bytes = 0;  // the same, when the sync policy counts it as streaming
   StreamPoint waits[kMaxWaits]{};
   int nwaits = 0;
-  // Tracing on a GPU stream: the op's trace event (set by Engine::run_op;
+  // Tracing on a GPU stream: the op's trace event (set by EngineBackend::run_op;
   // -1: none), and whether its lane timed it with device events.
   std::int64_t trace_slot = -1;
   bool device_timed = false;

@@ -28,8 +28,6 @@
 
 namespace tide {
 
-struct QueuedOp;  // core/src/stream.h: an op as a stream queues and runs it
-
 enum class EngineKind { async, naive };
 const char* engine_kind_name(EngineKind k);
 
@@ -184,6 +182,9 @@ class Engine {
   bool cancelling() const { return cancelling_.load(std::memory_order_acquire); }
 
  protected:
+  // What a backend overrides and shares with the front half. What it calls
+  // to run an op and keep its records is EngineBackend's (internal to core,
+  // core/src/engine_backend.h), the base of the async and naive engines.
   explicit Engine(const EngineOptions& options);
 
   struct Counters;  // shared with the backends
@@ -202,34 +203,10 @@ class Engine {
   /// Fills ops_completed, queued_ops and queued_bytes.
   virtual void backend_stats(Stats& out) const = 0;
 
-  /// Runs one queued op, the record that carries everything about it (its
-  /// OpDesc, seq, step, push index, cross-stream waits, timing lane): the
-  /// poison check, the kernel, error capture, and around the kernel the
-  /// run's observers (stats, NVTX range, flight record, trace). Shared by
-  /// both engines. A non-null `skip_reason` skips the kernel and poisons
-  /// the outputs with it (a GPU stream that could not order or launch the
-  /// op). Sets op.trace_slot (the trace event's place, for settle_trace(),
-  /// or -1).
-  void run_op(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason = nullptr);
-  /// The same for `desc` run in place (the naive engine's, on the
-  /// frontend's own stack): `record` gives the rest (its desc is unused).
-  void run_op(OpDesc& desc, QueuedOp& record, int stream_index, void* native_stream,
-              const char* skip_reason = nullptr);
-  /// A GPU stream's completion thread, once the op is done: its trace event
-  /// at `slot` (execute's return) is final, and may be handed out. When
-  /// `retimed`, the op ran on the device from `start_ns` to `end_ns` (the
-  /// host's steady clock), which replaces its launch.
-  void settle_trace(int stream_index, std::int64_t slot, bool retimed, std::int64_t start_ns, std::int64_t end_ns);
   /// Frontend: records `e` when tracing (blockers, stalls, steps).
   void trace_frontend(FrontendEvent e);
   /// Throws the error poisoning `s`, if any, marking it reported.
   void rethrow_poison(const Storage& s);
-  /// A GPU fault seen after `op` ran (at its completion event) or a failed
-  /// cross-stream wait: recorded as an error, and the device is marked
-  /// failed, so every later barrier on it throws (CUDA faults are sticky).
-  /// Any thread.
-  void record_device_failure(const OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                             std::uint64_t push_index, const std::string& what, bool at_completion);
   /// Throws the failure recorded for `d`, or else for any other device:
   /// values a faulted GPU made may have reached `d` unmarked.
   void rethrow_device_failure(Device d);
@@ -245,9 +222,6 @@ class Engine {
   std::atomic<bool> cancelling_{false};
   std::atomic<bool> tracing_{false};
   std::atomic<bool> device_failed_{false};
-  /// Wait for each GPU op's completion inside execute() (TIDE_CUDA_SYNC=1,
-  /// and always on the naive engine), so a fault fails the op that caused it.
-  bool gpu_sync_after_op_ = false;
 
  private:
   std::uint64_t id_;
