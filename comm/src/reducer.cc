@@ -44,6 +44,80 @@ void push_bucket_op(Engine& e, Device device, const char* name, StorageList read
 // Layout fingerprint fields, compared across ranks.
 enum Field { kParams, kBuckets, kDType, kHashLo, kHashHi, kCapKiB, kFields };
 
+/// Every parameter is defined, floating, of one dtype and on one device (a
+/// GPU only with NCCL); fills their dtype, device and shapes.
+void check_params(const std::vector<Tensor>& params, DType& dtype, Device& device, std::vector<Shape>& shapes) {
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    p.check_defined("GradientReducer");
+    if (!is_floating(p.dtype()))
+      throw DTypeError("GradientReducer: parameter " + std::to_string(i) + " is " +
+                       dtype_name(p.dtype()) + "; gradients must be floating");
+    if (i == 0) {
+      dtype = p.dtype();
+      device = p.device();
+    } else if (p.dtype() != dtype || p.device() != device) {
+      throw DTypeError("GradientReducer: parameter " + std::to_string(i) + " is " +
+                       dtype_name(p.dtype()) + " on " + p.device().str() + ", parameter 0 is " +
+                       dtype_name(dtype) + " on " + device.str() +
+                       "; every parameter must share one dtype and device");
+    }
+    if (device.is_cuda() && !Communicator::nccl_built())
+      throw DeviceError("GradientReducer: parameters on " + device.str() +
+                        " need NCCL, and this build of tide has none; keep them on a cpu device");
+    shapes.push_back(p.shape());
+  }
+}
+
+/// This rank's bucket layout as kFields numbers: counts, dtype, a hash of
+/// every parameter's size and bucket, and the cap.
+std::vector<std::int32_t> layout_fingerprint(const std::vector<Shape>& shapes, const std::vector<int>& bucket_of,
+                                             std::size_t buckets, DType dtype, double bucket_mb) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&h](std::uint64_t v) {
+    for (int k = 0; k < 8; ++k) {
+      h ^= (v >> (8 * k)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    mix(static_cast<std::uint64_t>(shapes[i].numel()));
+    mix(static_cast<std::uint64_t>(bucket_of[i]));
+  }
+  std::vector<std::int32_t> mine(kFields);
+  mine[kParams] = static_cast<std::int32_t>(shapes.size());
+  mine[kBuckets] = static_cast<std::int32_t>(buckets);
+  mine[kDType] = static_cast<std::int32_t>(dtype);
+  mine[kHashLo] = static_cast<std::int32_t>(h & 0x7fffffff);
+  mine[kHashHi] = static_cast<std::int32_t>((h >> 31) & 0x7fffffff);
+  mine[kCapKiB] = static_cast<std::int32_t>(std::min(bucket_mb * 1024.0, 2e9));
+  return mine;
+}
+
+/// Compares every rank's fingerprint with rank 0's (an all-gather);
+/// throws CommError naming the first rank that differs.
+void check_same_layout(Communicator& comm, const std::vector<std::int32_t>& mine, Loc loc) {
+  if (comm.size() == 1) return;
+  std::vector<std::int32_t> all =
+      comm.all_gather(from_vector(mine, Shape{kFields}, cpu(0), loc), loc).to_vector<std::int32_t>(loc);
+  for (int r = 1; r < comm.size(); ++r) {
+    const std::int32_t* row = all.data() + static_cast<std::ptrdiff_t>(r) * kFields;
+    if (std::equal(row, row + kFields, all.data())) continue;
+    auto who = [](const std::int32_t* f, int rank) {
+      std::ostringstream os;
+      os << "rank " << rank << " has " << f[kParams] << " parameters (" << dtype_name(static_cast<DType>(f[kDType]))
+         << ") in " << f[kBuckets] << " buckets under a " << f[kCapKiB] / 1024.0 << " MiB cap";
+      return os.str();
+    };
+    throw CommError("GradientReducer: the gradient bucket layout differs across ranks: " +
+                    who(all.data(), 0) + ", " + who(row, r) +
+                    (row[kParams] == all[kParams] && row[kBuckets] == all[kBuckets]
+                         ? " (same counts, different shapes)"
+                         : "") +
+                    "; every rank must build the same model with the same bucket size");
+  }
+}
+
 }  // namespace
 
 GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& params,
@@ -52,26 +126,7 @@ GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& 
   if (!(o.bucket_mb > 0))
     throw ValueError("GradientReducer: bucket_mb must be > 0, got " + std::to_string(o.bucket_mb));
   if (params.empty()) throw ValueError("GradientReducer: no parameters");
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Tensor& p = params[i];
-    p.check_defined("GradientReducer");
-    if (!is_floating(p.dtype()))
-      throw DTypeError("GradientReducer: parameter " + std::to_string(i) + " is " +
-                       dtype_name(p.dtype()) + "; gradients must be floating");
-    if (i == 0) {
-      dtype_ = p.dtype();
-      device_ = p.device();
-    } else if (p.dtype() != dtype_ || p.device() != device_) {
-      throw DTypeError("GradientReducer: parameter " + std::to_string(i) + " is " +
-                       dtype_name(p.dtype()) + " on " + p.device().str() + ", parameter 0 is " +
-                       dtype_name(dtype_) + " on " + device_.str() +
-                       "; every parameter must share one dtype and device");
-    }
-    if (device_.is_cuda() && !Communicator::nccl_built())
-      throw DeviceError("GradientReducer: parameters on " + device_.str() +
-                        " need NCCL, and this build of tide has none; keep them on a cpu device");
-    shapes_.push_back(p.shape());
-  }
+  check_params(params, dtype_, device_, shapes_);
 
   // Buckets from the last parameter back, closed before they would pass the cap.
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
@@ -107,43 +162,7 @@ GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& 
 
   // Every rank must have built the same layout, or the flat buffers of one
   // all-reduce would pair different gradients across ranks.
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  auto mix = [&h](std::uint64_t v) {
-    for (int k = 0; k < 8; ++k) {
-      h ^= (v >> (8 * k)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  for (int i = 0; i < n; ++i) {
-    mix(static_cast<std::uint64_t>(shapes_[static_cast<std::size_t>(i)].numel()));
-    mix(static_cast<std::uint64_t>(bucket_of_[static_cast<std::size_t>(i)]));
-  }
-  std::vector<std::int32_t> mine(kFields);
-  mine[kParams] = n;
-  mine[kBuckets] = static_cast<std::int32_t>(buckets_.size());
-  mine[kDType] = static_cast<std::int32_t>(dtype_);
-  mine[kHashLo] = static_cast<std::int32_t>(h & 0x7fffffff);
-  mine[kHashHi] = static_cast<std::int32_t>((h >> 31) & 0x7fffffff);
-  mine[kCapKiB] = static_cast<std::int32_t>(std::min(o.bucket_mb * 1024.0, 2e9));
-  if (comm.size() == 1) return;
-  std::vector<std::int32_t> all =
-      comm.all_gather(from_vector(mine, Shape{kFields}, cpu(0), loc), loc).to_vector<std::int32_t>(loc);
-  for (int r = 1; r < comm.size(); ++r) {
-    const std::int32_t* row = all.data() + static_cast<std::ptrdiff_t>(r) * kFields;
-    if (std::equal(row, row + kFields, all.data())) continue;
-    auto who = [](const std::int32_t* f, int rank) {
-      std::ostringstream os;
-      os << "rank " << rank << " has " << f[kParams] << " parameters (" << dtype_name(static_cast<DType>(f[kDType]))
-         << ") in " << f[kBuckets] << " buckets under a " << f[kCapKiB] / 1024.0 << " MiB cap";
-      return os.str();
-    };
-    throw CommError("GradientReducer: the gradient bucket layout differs across ranks: " +
-                    who(all.data(), 0) + ", " + who(row, r) +
-                    (row[kParams] == all[kParams] && row[kBuckets] == all[kBuckets]
-                         ? " (same counts, different shapes)"
-                         : "") +
-                    "; every rank must build the same model with the same bucket size");
-  }
+  check_same_layout(comm, layout_fingerprint(shapes_, bucket_of_, buckets_.size(), dtype_, o.bucket_mb), loc);
 }
 
 void GradientReducer::broadcast(Communicator& comm, std::vector<Tensor>& tensors, int root, Loc loc) {
