@@ -48,7 +48,8 @@ bool AnchorClock::current(std::uint64_t& k) {
     const std::uint64_t n = next();
     // Its event slot held anchor n - kKeep: no span may use that one now.
     if (n >= ClockMap::kKeep) valid_from_ = std::max(valid_from_, n - ClockMap::kKeep + 1);
-    pending_before_ = now_ns_();
+    const std::int64_t before = now_ns_();
+    pending_before_ = before;
     if (events_->record(slot(n))) {
       pending_ = true;
       const std::uint64_t mine = ++generation_;
@@ -63,7 +64,7 @@ bool AnchorClock::current(std::uint64_t& k) {
           break;
         }
         if (s == ClockEvents::State::failed) break;  // the poll drops the anchor
-        if (now_ns_() - pending_before_ >= kSpinNs) break;
+        if (now_ns_() - before >= kSpinNs) break;
       }
       const std::int64_t after = now_ns_();
       lock.lock();

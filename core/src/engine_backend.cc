@@ -12,7 +12,8 @@
 
 namespace tide {
 
-EngineBackend::EngineBackend(const EngineOptions& options) : Engine(options), gpu_sync_after_op_(backend::sync_mode()) {}
+EngineBackend::EngineBackend(const EngineOptions& options)
+    : Engine(options), gpu_sync_after_op_(backend::sync_mode()) {}
 
 namespace {
 std::shared_ptr<const OpProvenance> make_provenance(const OpDesc& op, std::string stream, std::uint64_t step,
@@ -28,8 +29,9 @@ std::shared_ptr<const OpProvenance> make_provenance(const OpDesc& op, std::strin
 }
 }  // namespace
 
-void EngineBackend::record_device_failure(const OpDesc& op, int stream_index, std::uint64_t seq, std::uint64_t step,
-                                   std::uint64_t push_index, const std::string& what, bool at_completion) {
+void EngineBackend::record_device_failure(const OpDesc& op, int stream_index, std::uint64_t seq,
+                                          std::uint64_t step, std::uint64_t push_index, const std::string& what,
+                                          bool at_completion) {
   auto prov = make_provenance(op, stream_name(stream_index), step, seq,
                               what + (at_completion ? " (seen when this op completed on the GPU; the fault may come "
                                                       "from it or from earlier work on the device)"
@@ -168,7 +170,7 @@ void EngineBackend::run_op(OpDesc& op, QueuedOp& q, int stream_index, void* nati
 }
 
 void EngineBackend::settle_trace(int stream_index, std::int64_t slot, bool retimed, std::int64_t start_ns,
-                          std::int64_t end_ns) {
+                                 std::int64_t end_ns) {
   counters_->streams[static_cast<std::size_t>(stream_index)]->trace.settle(slot, retimed, start_ns, end_ns);
 }
 

@@ -72,7 +72,8 @@ TEST(CollectiveSpec, ResultShapes) {
   EXPECT_FALSE(rs.result_shape(in, 4).has_value());
   EXPECT_FALSE(rs.result_shape(Shape{}, 2).has_value());
   ASSERT_NE(rs.shape_error, nullptr);
-  EXPECT_EQ(rs.shape_error(in, "a group of 4 ranks"), "the first axis of [6, 2] must split evenly over a group of 4 ranks");
+  EXPECT_EQ(rs.shape_error(in, "a group of 4 ranks"),
+            "the first axis of [6, 2] must split evenly over a group of 4 ranks");
 }
 
 TEST(CollectiveSpec, CallCountsArePerRankBlocksForReduceScatterOnly) {

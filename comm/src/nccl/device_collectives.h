@@ -10,8 +10,9 @@
 
 namespace tide::detail {
 
-/// Frontend: pushes collective `what` (its seq from Impl::next_device_seq) as an op on the comm stream of `in`'s GPU, reading
-/// `in` and writing `out` (the same tensor for an in-place call). `out` is
+/// Frontend: pushes collective `what` (its seq from Impl::next_device_seq)
+/// as an op on the comm stream of `in`'s GPU, reading `in` and writing
+/// `out` (the same tensor for an in-place call). `out` is
 /// on the same GPU and sized for the collective (checked by the caller).
 /// At the first collective on that GPU, first makes the communicator's NCCL
 /// communicator for it: rank 0's ncclUniqueId goes to every rank over MPI

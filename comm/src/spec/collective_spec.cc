@@ -43,7 +43,9 @@ const CollectiveSpec kSpecs[] = {
      .mpi_start = [](const MpiArgs& a, MPI_Request* r) {
        return MPI_Iallreduce(send_buffer(a), a.out, a.count, a.type, a.op, a.comm, r);
      },
-     .mpi_blocking = [](const MpiArgs& a) { return MPI_Allreduce(send_buffer(a), a.out, a.count, a.type, a.op, a.comm); },
+     .mpi_blocking = [](const MpiArgs& a) {
+       return MPI_Allreduce(send_buffer(a), a.out, a.count, a.type, a.op, a.comm);
+     },
      .nccl_name = "ncclAllReduce",
      .nccl = nccl_all_reduce},
     {.kind = CollectiveKind::broadcast,
@@ -52,7 +54,9 @@ const CollectiveSpec kSpecs[] = {
      .result_shape = same_shape,
      .call_count = same_count,
      .mpi_in_place_only = true,
-     .mpi_start = [](const MpiArgs& a, MPI_Request* r) { return MPI_Ibcast(a.out, a.count, a.type, a.root, a.comm, r); },
+     .mpi_start = [](const MpiArgs& a, MPI_Request* r) {
+       return MPI_Ibcast(a.out, a.count, a.type, a.root, a.comm, r);
+     },
      .mpi_blocking = [](const MpiArgs& a) { return MPI_Bcast(a.out, a.count, a.type, a.root, a.comm); },
      .nccl_name = "ncclBroadcast",
      .nccl = nccl_broadcast},
