@@ -298,9 +298,12 @@ Stats Engine::stats() const {
   s.stalls_bytes = ld(c.stalls_bytes);
   s.stalling = ld(c.stalling);
   backend_stats(s);
-  // Peaks are sampled; the present is exact, and a peak is never below it.
-  s.peak_queued_ops = std::max(ld(c.peak_queued_ops), s.queued_ops);
-  s.peak_queued_bytes = std::max(ld(c.peak_queued_bytes), s.queued_bytes);
+  // Peaks are sampled; the present is exact, and a peak is never below it
+  // nor below an earlier answer: the present goes into the stored peaks.
+  Counters::note_peak(counters_->peak_queued_ops, s.queued_ops);
+  Counters::note_peak(counters_->peak_queued_bytes, s.queued_bytes);
+  s.peak_queued_ops = ld(c.peak_queued_ops);
+  s.peak_queued_bytes = ld(c.peak_queued_bytes);
   for (std::size_t i = 0; i < c.streams.size(); ++i) {
     const StreamCounters& sc = *c.streams[i];
     const std::uint64_t n = ld(sc.ops);

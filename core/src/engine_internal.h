@@ -45,6 +45,7 @@ struct StreamCounters {
 struct Engine::Counters {
   // Written by the frontend only.
   alignas(64) std::atomic<std::uint64_t> pushed{0}, cross_stream_waits{0};
+  // The peaks also by stats() (any thread), both through note_peak.
   std::atomic<std::uint64_t> peak_queued_ops{0}, peak_queued_bytes{0};
   std::atomic<std::uint64_t> stalls{0}, stalls_steps{0}, stalls_ops{0}, stalls_bytes{0};
   std::atomic<bool> stalling{false};  // written by the frontend around a stall
@@ -79,8 +80,13 @@ struct Engine::Counters {
   std::vector<std::unique_ptr<StreamCounters>> streams;
 
   /// Frontend only (one writer).
+  /// Raises `peak` to `v` (a compare-exchange, so that the frontend and
+  /// stats() on another thread never lower each other's value); costs a
+  /// load when `v` is not above it.
   static void note_peak(std::atomic<std::uint64_t>& peak, std::uint64_t v) {
-    if (v > peak.load(std::memory_order_relaxed)) peak.store(v, std::memory_order_relaxed);
+    std::uint64_t cur = peak.load(std::memory_order_relaxed);
+    while (v > cur && !peak.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+    }
   }
   void add_stall(std::atomic<std::uint64_t>& kind, std::int64_t ns) {
     bump(stalls);

@@ -55,6 +55,23 @@ TEST(Stats, PeakIsNeverBelowTheCurrentQueue) {
   e->wait_all();
 }
 
+TEST(Stats, APeakNeverGoesDown) {
+  // A peak read while ops are queued stays once they have run: stats()
+  // folds the present queue into the stored peaks, not only its answer.
+  EngineFixture e(EngineKind::async, 1, SyncPolicy::unbounded());
+  std::latch hold(1);
+  for (int i = 0; i < 10; ++i)
+    push(*e, "held", cpu(0), StreamKind::compute, {}, {}, [&](const OpContext&) { hold.wait(); });
+  const Stats during = e->stats();
+  EXPECT_GE(during.peak_queued_ops, 10u);
+  hold.count_down();
+  e->wait_all();
+  const Stats after = e->stats();
+  EXPECT_EQ(after.queued_ops, 0u);
+  EXPECT_GE(after.peak_queued_ops, during.peak_queued_ops);
+  EXPECT_GE(after.peak_queued_bytes, during.peak_queued_bytes);
+}
+
 TEST(Stats, AStorageWrittenTwiceByOneOpCountsOnce) {
   EngineFixture e;
   auto x = buffer(*e, cpu(0), 16);
