@@ -19,6 +19,10 @@ for h in tide/core/cuda_check.h tide/ops/normal_f32.h tide/comm/mpi_check.h; do
   [ ! -e "$work/prefix/include/$h" ] || fail "$h was installed: it is internal to the build"
 done
 [ -e "$work/prefix/include/tide/tide.h" ] || fail "tide/tide.h was not installed"
+# The license and the changelog go with every install.
+for f in LICENSE CHANGELOG.md; do
+  [ -s "$work/prefix/share/doc/tide/$f" ] || fail "$f was not installed in share/doc/tide"
+done
 cp -r "$root/tests/install/consumer" "$work/src"
 cmake -S "$work/src" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release "$@" \
   >"$work/configure.log" 2>&1 || fail "configuring the consumer: $(cat "$work/configure.log")"
