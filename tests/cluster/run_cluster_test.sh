@@ -8,6 +8,9 @@
 #   run_cluster_test.sh where WHERE_PROGRAM           # 2 nodes x 2 ranks, node-local ranks
 #   run_cluster_test.sh train TRAINER WORK_DIR        # 2 nodes x 1 rank and 1 node x 2 ranks,
 #                                                     # same final loss
+#   run_cluster_test.sh restart TRAINER WORK_DIR      # 2 nodes x 1 rank under tiderun --max-restarts 1,
+#                                                     # rank 1 killed mid-run: one restart, then the
+#                                                     # parameters of an uninterrupted run
 #   run_cluster_test.sh linkcut TRAINER WORK_DIR [small|default|wide]
 #                                                     # 2 nodes x 1 rank, node2's link cut mid-run:
 #                                                     # errors on both ranks, bounded exit, then
@@ -28,7 +31,7 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAILED: $*"; exit 1; }
 . "$here/check_where.sh"
 
-[ $# -ge 2 ] || { echo "usage: run_cluster_test.sh collectives|where|train|linkcut PROGRAM [WORK_DIR]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: run_cluster_test.sh collectives|where|train|restart|linkcut PROGRAM [WORK_DIR]" >&2; exit 2; }
 mode=$1
 prog=$2
 [ -x "$prog" ] || fail "no program $prog"
@@ -83,6 +86,11 @@ case "$mode" in
     awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-12) }' ||
       fail "final losses differ by more than 1e-12"
     echo "OK: the same final loss on 2 nodes x 1 rank and 1 node x 2 ranks"
+    ;;
+
+  restart)
+    work=${3:?"restart needs a work directory"}
+    . "$here/restart.sh"
     ;;
 
   linkcut)
