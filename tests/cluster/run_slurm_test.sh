@@ -84,10 +84,12 @@ case "$mode" in
     echo "$out" | check_where || fail "ranks under srun are wrong"
     # torchrun's variables from Slurm's, for a step of 3 tasks on 2 nodes
     # (2 on node1, 1 on node2): LOCAL_WORLD_SIZE differs between the nodes.
+    # NODE_RANK is the node's place in the step, MASTER_ADDR its first node.
     vars=$(run srun -N 2 -n 3 "$root/launch/tide-rank" sh -c \
-      'echo "vars $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $(hostname)"' 2>&1) || fail "srun tide-rank failed: $vars"
+      'echo "vars $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $NODE_RANK $MASTER_ADDR:$MASTER_PORT $(hostname)"' 2>&1) ||
+      fail "srun tide-rank failed: $vars"
     got=$(echo "$vars" | grep '^vars ' | sort -k2,2n | tr '\n' ';' || true)
-    want="vars 0 0 3 2 node1;vars 1 1 3 2 node1;vars 2 0 3 1 node2;"
+    want="vars 0 0 3 2 0 node1:29500 node1;vars 1 1 3 2 0 node1:29500 node1;vars 2 0 3 1 1 node1:29500 node2;"
     [ "$got" = "$want" ] || fail "tide-rank under srun: got '$got', expected '$want'"
     echo "$vars"
     # Without PMIx (srun --mpi=none) each task would be a world of one:
@@ -104,7 +106,17 @@ case "$mode" in
     state=$(wait_job "${job%%;*}")
     [ "$state" = "COMPLETED 0:0" ] || fail "tiderun inside sbatch: $state: $(cat "$work/alloc.log" 2>/dev/null)"
     check_where < "$work/alloc.log" || fail "tiderun in the allocation placed the ranks wrongly: $(cat "$work/alloc.log")"
-    echo "OK: srun -N 2 -n 4 gives the ranks mpirun gives; tide-rank sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE; tiderun in an allocation runs 2 ranks on each node"
+    # And torchrun's node variables there: node2's ranks are node 1, rank 0's
+    # host (node1) the master.
+    job=$(run sbatch --parsable -N 2 --ntasks-per-node=2 --output="$work/vars.log" \
+      --wrap "$root/launch/tiderun --bind-to none sh -c 'echo \"vars \$RANK \$NODE_RANK \$GROUP_RANK \$MASTER_ADDR \$(hostname)\"'") ||
+      fail "sbatch failed: $job"
+    state=$(wait_job "${job%%;*}")
+    [ "$state" = "COMPLETED 0:0" ] || fail "tiderun inside sbatch: $state: $(cat "$work/vars.log" 2>/dev/null)"
+    got=$(grep '^vars ' "$work/vars.log" | sort -k2,2n | tr '\n' ';' || true)
+    want="vars 0 0 0 node1 node1;vars 1 0 0 node1 node1;vars 2 1 1 node1 node2;vars 3 1 1 node1 node2;"
+    [ "$got" = "$want" ] || fail "tiderun in the allocation: got '$got', expected '$want'"
+    echo "OK: srun -N 2 -n 4 gives the ranks mpirun gives; tide-rank sets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR; tiderun in an allocation runs 2 ranks on each node, with their node ranks"
     ;;
 
   train)
