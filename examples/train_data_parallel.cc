@@ -147,10 +147,12 @@ int main(int argc, char** argv) {
   app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: no cap on steps; the caps on queued memory stay)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(at_least(1));
-  app.add_option("--checkpoint", c.checkpoint_dir, "directory for checkpoints (rank 0 writes)");
+  app.add_option("--checkpoint", c.checkpoint_dir, "directory for checkpoints (rank 0 writes): checkpoint.safetensors (the model, in its dtype, "
+                 "under nn.Sequential's names 0.weight, 0.bias, 2.weight, ...) and optimizer.safetensors");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: every epoch)")
       ->capture_default_str()->check(at_least(0));
-  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint, if there is one");
+  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint, if there is one (a changed --lr, --batch, --seed or "
+               "--dtype is continued with a warning; another model, data or optimizer is refused)");
   app.add_flag("--overwrite", c.overwrite,
                "start over even though --checkpoint holds a checkpoint, replacing it at the first write "
                "(without --resume or --overwrite, an existing checkpoint stops the run)");

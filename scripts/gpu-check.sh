@@ -79,6 +79,15 @@ else
   py_args=(-DTIDE_BUILD_PYTHON=OFF)
   say "no pybind11 for $(command -v python3): the Python module is left out"
 fi
+# nlohmann-json, where the machine has none and nothing can be installed:
+# unpacked into the tree before it is copied there (README, "Checking on a
+# GPU machine"):
+#   apt-get download nlohmann-json3-dev && dpkg -x nlohmann-json3-dev_*.deb third_party/nlohmann-json
+vendored_json="$root/third_party/nlohmann-json/usr/include"
+if [ ! -f /usr/include/nlohmann/json.hpp ] && [ -f "$vendored_json/nlohmann/json.hpp" ]; then
+  py_args+=(-DTIDE_NLOHMANN_JSON_INCLUDE="$vendored_json")
+  say "nlohmann-json from $vendored_json"
+fi
 configure=(cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90)
 if ! step configure 120 "${configure[@]}" "${py_args[@]}"; then
   say "configure with the Python module failed (configure.txt): again without it"

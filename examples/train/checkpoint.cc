@@ -7,27 +7,29 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <map>
 #include <stdexcept>
 
-#include "safetensors.h"
+#include "model.h"
 
 namespace tide::train {
 
 namespace {
 
 constexpr const char* kFormat = "tide-checkpoint";
-constexpr const char* kVersion = "2";
-// A write goes to checkpoint.safetensors.tmp.PID first.
+// 2: one file, every tensor F64; 3: the model and the optimizer apart, each
+// tensor in its own dtype.
+constexpr const char* kVersion = "3";
 constexpr const char* kTemporarySuffix = ".tmp.";
 
-/// FNV-1a of everything a resume trusts: the fingerprint, the step, and
-/// each tensor's name, shape and values (a flipped digit of the step must
-/// not resume at the wrong step).
-std::uint64_t fnv1a(const std::string& fingerprint, std::int64_t step, const std::vector<StTensor>& tensors) {
+/// FNV-1a of everything a resume trusts in one file: the fingerprint, the
+/// step, and each tensor's name, dtype, shape and values (a flipped digit
+/// of the step must not resume at the wrong step).
+std::uint64_t fnv1a(const std::string& fingerprint, std::int64_t step, const std::map<std::string, Tensor>& tensors) {
   std::uint64_t h = 1469598103934665603ull;
   auto mix = [&h](const void* p, std::size_t n) {
     const auto* b = static_cast<const unsigned char*>(p);
@@ -36,11 +38,13 @@ std::uint64_t fnv1a(const std::string& fingerprint, std::int64_t step, const std
   auto text = [&](const std::string& s) { mix(s.c_str(), s.size() + 1); };  // with its terminator
   text(fingerprint);
   text(std::to_string(step));
-  for (const StTensor& t : tensors) {
-    text(t.name);
-    for (std::int64_t d : t.shape) text(std::to_string(d));
+  for (const auto& [name, t] : tensors) {
+    text(name);
+    text(dtype_name(t.dtype()));
+    for (std::int64_t d : t.shape()) text(std::to_string(d));
     text("");
-    mix(t.values.data(), t.values.size() * sizeof(double));
+    const std::vector<double> values = t.to_vector<double>();  // exact for f32, f64 and i32
+    mix(values.data(), values.size() * sizeof(double));
   }
   return h;
 }
@@ -70,77 +74,76 @@ bool writer_alive(pid_t pid) {
   return state != 'Z' && state != 'X' && state != 'x';
 }
 
-/// Closes `fd`, removes `tmp` and throws, keeping the error that happened first.
-[[noreturn]] void abandon(int fd, const std::string& tmp, const std::string& what, int err) {
-  ::close(fd);
-  ::unlink(tmp.c_str());
-  fail(what, tmp, err);
+/// Tensors [begin, end) of `s` to `path`, with the metadata that identifies them.
+void write_part(const std::string& path, const CheckpointState& s, std::size_t begin, std::size_t end) {
+  std::map<std::string, Tensor> tensors;
+  for (std::size_t i = begin; i < end; ++i) {
+    std::string name;
+    if (i < s.names.size()) {
+      name = s.names[i];
+    } else {
+      name = "t";  // appended, not "t" + string: GCC 12's -Wrestrict misfires on that
+      name += std::to_string(i);
+    }
+    const std::vector<std::int64_t> dims =
+        i < s.shapes.size() ? s.shapes[i] : std::vector<std::int64_t>{static_cast<std::int64_t>(s.tensors[i].size())};
+    const DType dtype = i < s.dtypes.size() ? s.dtypes[i] : DType::f64;
+    if (!tensors.emplace(name, host_tensor(s.tensors[i], Shape(dims.begin(), dims.end()), dtype)).second)
+      throw std::runtime_error("cannot write a checkpoint: the name '" + name + "' is given twice");
+  }
+  const std::map<std::string, std::string> metadata{{"format", kFormat},
+                                                    {"version", kVersion},
+                                                    {"fingerprint", s.fingerprint},
+                                                    {"step", std::to_string(s.step)},
+                                                    {"fnv1a64", hex(fnv1a(s.fingerprint, s.step, tensors))}};
+  tide::save(path, tensors, metadata);
+}
+
+/// One file of a checkpoint, its metadata checked (format, version, step,
+/// checksum); its step in `step`.
+SavedTensors read_part(const std::string& path, std::int64_t& step) {
+  SavedTensors f = tide::load(path);
+  auto meta = [&](const char* key) -> const std::string& {
+    const auto it = f.metadata.find(key);
+    if (it == f.metadata.end())
+      throw std::runtime_error(path + ": not a tide checkpoint (no '" + key + "' in its metadata)");
+    return it->second;
+  };
+  if (meta("format") != kFormat)
+    throw std::runtime_error(path + ": not a tide checkpoint (format '" + meta("format") + "')");
+  if (meta("version") == "2")
+    throw std::runtime_error(path + ": a tide checkpoint of version 2 (one file, every tensor F64), which this "
+                             "trainer does not read: continue it with the version that wrote it, or start over "
+                             "with --overwrite");
+  if (meta("version") != kVersion)
+    throw std::runtime_error(path + ": a tide checkpoint of version " + meta("version") + ", this trainer reads " +
+                             kVersion);
+  const std::string& text = meta("step");
+  std::size_t used = 0;
+  try {
+    step = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw std::runtime_error(path + ": a step of '" + text + "' in its metadata");
+  if (meta("fnv1a64") != hex(fnv1a(meta("fingerprint"), step, f.tensors)))
+    throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
+  return f;
 }
 
 }  // namespace
 
 std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
+std::string optimizer_path(const std::string& dir) { return dir + "/optimizer.safetensors"; }
 std::string old_checkpoint_path(const std::string& dir) { return dir + "/checkpoint.tide"; }
 
 void write_checkpoint(const std::string& dir, const CheckpointState& s) {
-  StFile st;
-  for (std::size_t i = 0; i < s.tensors.size(); ++i) {
-    StTensor t;
-    if (i < s.names.size()) {
-      t.name = s.names[i];
-    } else {
-      t.name = "t";  // appended, not "t" + string: GCC 12's -Wrestrict misfires on that
-      t.name += std::to_string(i);
-    }
-    t.shape = i < s.shapes.size() ? s.shapes[i] : std::vector<std::int64_t>{static_cast<std::int64_t>(s.tensors[i].size())};
-    t.values = s.tensors[i];
-    st.tensors.push_back(std::move(t));
-  }
-  st.metadata = {{"format", kFormat},
-                 {"version", kVersion},
-                 {"fingerprint", s.fingerprint},
-                 {"step", std::to_string(s.step)},
-                 {"fnv1a64", hex(fnv1a(s.fingerprint, s.step, st.tensors))}};
-  std::string file;
-  try {
-    file = encode_safetensors(st);
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error(std::string("cannot write a checkpoint: ") + e.what());
-  }
-
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create", dir, errno);
-  const std::string path = checkpoint_path(dir);
-  const std::string tmp = path + kTemporarySuffix + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail("cannot write", tmp, errno);
-  std::size_t done = 0;
-  while (done < file.size()) {
-    const ssize_t n = ::write(fd, file.data() + done, file.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) abandon(fd, tmp, "cannot write", errno);
-    if (n == 0) abandon(fd, tmp, "cannot write", EIO);
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) abandon(fd, tmp, "cannot fsync", errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot close", tmp, err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot rename to", path, err);
-  }
-  // The rename itself is durable only once the directory is synced.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd < 0) fail("cannot open", dir, errno);
-  if (::fsync(dfd) != 0) {
-    const int err = errno;
-    ::close(dfd);
-    fail("cannot fsync", dir, err);
-  }
-  ::close(dfd);
+  const std::size_t split = std::min(s.model_tensors, s.tensors.size());
+  // The optimizer's first: a write killed between the two leaves a model
+  // file of the step before, which a resume finds out of step with it.
+  write_part(optimizer_path(dir), s, split, s.tensors.size());
+  write_part(checkpoint_path(dir), s, 0, split);
 }
 
 StaleTemporaries prepare_checkpoint_dir(const std::string& dir) {
@@ -159,11 +162,11 @@ StaleTemporaries prepare_checkpoint_dir(const std::string& dir) {
   ::unlink(probe.c_str());
 
   StaleTemporaries stale;
-  // This format's temporaries, and the earlier format's (checkpoint.tide).
+  // This format's temporaries (tide::save's PATH.tmp.PID), and the earliest format's.
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     std::string digits;
-    for (const char* base : {"checkpoint.safetensors", "checkpoint.tide"}) {
+    for (const char* base : {"checkpoint.safetensors", "optimizer.safetensors", "checkpoint.tide"}) {
       const std::string prefix = std::string(base) + kTemporarySuffix;
       if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0) digits = name.substr(prefix.size());
     }
@@ -182,7 +185,7 @@ StaleTemporaries prepare_checkpoint_dir(const std::string& dir) {
   return stale;
 }
 
-std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
+std::optional<CheckpointState> read_checkpoint(const std::string& dir, const std::vector<std::string>& keys) {
   const std::string path = checkpoint_path(dir);
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -191,46 +194,45 @@ std::optional<CheckpointState> read_checkpoint(const std::string& dir) {
   }
   if (S_ISDIR(st.st_mode))
     throw std::runtime_error("cannot read the checkpoint " + path + ": it is a directory, not a file");
-  if (!S_ISREG(st.st_mode))
-    throw std::runtime_error("cannot read the checkpoint " + path + ": it is not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read", path, errno ? errno : EIO);
-  std::string file;
-  try {
-    file.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } catch (const std::exception& e) {
-    throw std::runtime_error("cannot read the checkpoint " + path + ": " + e.what());
-  }
-  if (in.bad()) fail("cannot read", path, EIO);
-  StFile parsed = decode_safetensors(file, path);
-  auto meta = [&](const char* key) -> const std::string& {
-    const auto it = parsed.metadata.find(key);
-    if (it == parsed.metadata.end())
-      throw std::runtime_error(path + ": not a tide checkpoint (no '" + key + "' in its metadata)");
-    return it->second;
-  };
-  if (meta("format") != kFormat)
-    throw std::runtime_error(path + ": not a tide checkpoint (format '" + meta("format") + "')");
-  if (meta("version") != kVersion)
-    throw std::runtime_error(path + ": a tide checkpoint of version " + meta("version") + ", this trainer reads " +
-                             kVersion);
+  const std::string opt_path = optimizer_path(dir);
+  if (!std::filesystem::exists(opt_path))
+    throw std::runtime_error(path + " has no optimizer.safetensors beside it: the checkpoint is incomplete (resume "
+                             "needs both files; start over with --overwrite)");
   CheckpointState s;
-  s.fingerprint = meta("fingerprint");
-  const std::string& step = meta("step");
-  std::size_t used = 0;
-  try {
-    s.step = std::stoll(step, &used);
-  } catch (const std::exception&) {
-    used = 0;
+  std::int64_t opt_step = 0;
+  SavedTensors model = read_part(path, s.step);
+  SavedTensors opt = read_part(opt_path, opt_step);
+  s.fingerprint = model.metadata.at("fingerprint");
+  if (opt_step != s.step || opt.metadata.at("fingerprint") != s.fingerprint)
+    throw std::runtime_error(path + " is at step " + std::to_string(s.step) + " but " + opt_path + " at step " +
+                             std::to_string(opt_step) +
+                             (opt_step == s.step ? " of another run" : "") +
+                             ": a checkpoint write was interrupted between the two files; start over with "
+                             "--overwrite, or put back a matching pair");
+  s.model_tensors = model.tensors.size();
+  std::map<std::string, Tensor> all = std::move(model.tensors);
+  for (auto& [name, t] : opt.tensors)
+    if (!all.emplace(name, t).second)
+      throw std::runtime_error(opt_path + " holds '" + name + "', which " + path + " holds too");
+  auto take = [&](const std::string& name, const Tensor& t) {
+    s.names.push_back(name);
+    s.tensors.push_back(t.to_vector<double>());
+    s.shapes.emplace_back(t.shape().begin(), t.shape().end());
+    s.dtypes.push_back(t.dtype());
+  };
+  for (const std::string& key : keys) {
+    const auto it = all.find(key);
+    if (it == all.end()) {  // check_resumable names what is missing
+      s.names.emplace_back();
+      s.tensors.emplace_back();
+      s.shapes.push_back({0});
+      s.dtypes.push_back(DType::f64);
+      continue;
+    }
+    take(key, it->second);
+    all.erase(it);
   }
-  if (used == 0 || used != step.size()) throw std::runtime_error(path + ": a step of '" + step + "' in its metadata");
-  if (meta("fnv1a64") != hex(fnv1a(s.fingerprint, s.step, parsed.tensors)))
-    throw std::runtime_error(path + ": checksum mismatch (the file is damaged)");
-  for (StTensor& t : parsed.tensors) {
-    s.names.push_back(t.name);
-    s.shapes.push_back(t.shape);
-    s.tensors.push_back(std::move(t.values));
-  }
+  for (const auto& [name, t] : all) take(name, t);
   return s;
 }
 

@@ -1,6 +1,8 @@
 #include "checkpoint_checks.h"
 
 #include <cmath>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 
 namespace tide::train {
@@ -11,6 +13,47 @@ namespace {
 constexpr std::size_t kMaxRanks = std::size_t{1} << 20;
 
 bool whole(double v) { return std::isfinite(v) && v == std::floor(v); }
+
+/// A fingerprint's fields, as run.cc writes them: "widths=784,10 lr=0.1 ...
+/// data=60000 x 784, 10 classes, fnv1a64:...": a word holding '=' starts a
+/// field; words without one continue the value before.
+std::map<std::string, std::string> fields_of(const std::string& fingerprint) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(fingerprint);
+  std::string word, key;
+  while (in >> word) {
+    const std::size_t eq = word.find('=');
+    if (eq != std::string::npos) {
+      key = word.substr(0, eq);
+      out[key] = word.substr(eq + 1);
+    } else {
+      out[key] += (out[key].empty() ? "" : " ") + word;
+    }
+  }
+  return out;
+}
+
+/// What a changed field of the fingerprint means for the resumed run, or
+/// "" when the run cannot continue across it.
+std::string what_changes(const std::string& field, const std::string& step) {
+  if (field == "lr") return "the learning rate changes from here on";
+  if (field == "momentum") return "the momentum changes from here on (its accumulated state is kept)";
+  if (field == "global_batch")
+    return "the steps per epoch change, so from step " + step +
+           " on the data comes in another order than an uninterrupted run's, and the open log interval starts "
+           "afresh";
+  if (field == "seed") return "from step " + step + " on the data comes in another order";
+  if (field == "dtype") return "the checkpoint's values are converted";
+  return "";
+}
+
+/// Why a changed field cannot be continued across.
+std::string why_not(const std::string& field) {
+  if (field == "widths") return "the model's layer widths differ, so its parameters cannot be loaded";
+  if (field == "data") return "the training data differ";
+  if (field == "opt") return "the optimizer differs, and its state is another's";
+  return "the runs differ";
+}
 
 }  // namespace
 
@@ -32,8 +75,9 @@ std::vector<std::string> checkpoint_tensor_names(int layers, bool adam) {
 std::vector<std::string> checkpoint_tensor_keys(int layers, bool adam) {
   std::vector<std::string> params;
   for (int l = 0; l < layers; ++l) {
-    params.push_back("layer" + std::to_string(l) + ".weight");
-    params.push_back("layer" + std::to_string(l) + ".bias");
+    // Linear layer l is module 2l of the nn.Sequential (a ReLU between each two).
+    params.push_back(std::to_string(2 * l) + ".weight");
+    params.push_back(std::to_string(2 * l) + ".bias");
   }
   std::vector<std::string> keys = params;
   for (const auto& p : params) keys.push_back((adam ? "adam_m." : "momentum.") + p);
@@ -43,17 +87,32 @@ std::vector<std::string> checkpoint_tensor_keys(int layers, bool adam) {
   return keys;
 }
 
-void check_resumable(const CheckpointState& ck, const ResumeExpectation& want) {
+ResumeNotes check_resumable(const CheckpointState& ck, const ResumeExpectation& want) {
   const std::string where = "the checkpoint in " + want.dir;
   auto bad = [&](const std::string& what) { throw std::runtime_error(where + " " + what); };
-  if (ck.fingerprint != want.fingerprint)
-    bad("is of another run:\n  it has  " + ck.fingerprint + "\n  this is " + want.fingerprint);
+  ResumeNotes notes;
+  const auto had = fields_of(ck.fingerprint), now = fields_of(want.fingerprint);
+  std::map<std::string, std::string> keys_of_both = had;
+  keys_of_both.insert(now.begin(), now.end());
+  for (const auto& [field, _] : keys_of_both) {
+    const auto a = had.find(field), b = now.find(field);
+    const std::string was = a == had.end() ? "(none)" : a->second, is = b == now.end() ? "(none)" : b->second;
+    if (was == is) continue;
+    const std::string change = what_changes(field, std::to_string(ck.step));
+    if (change.empty())
+      bad("cannot be continued by this run: " + why_not(field) + " (" + field + " " + was + " there, " + is +
+          " here)\n  it has  " + ck.fingerprint + "\n  this is " + want.fingerprint);
+    notes.warnings.push_back("resuming with " + field + " " + is + " where the checkpoint's run had " + was + ": " +
+                             change);
+    if (field == "global_batch") notes.restart_log_interval = true;
+  }
   const std::size_t n = want.state_sizes.size();
+  for (std::size_t i = 0; i < want.keys.size(); ++i)
+    if (i >= ck.names.size() || ck.names[i].empty())
+      bad("has no '" + want.keys[i] + "' (the " + want.names[i] + ")");
   if (ck.tensors.size() != n + 3)
-    bad("holds " + std::to_string(ck.tensors.size()) + " tensors, expected " + std::to_string(n + 3));
-  for (std::size_t i = 0; i < ck.names.size() && i < want.keys.size(); ++i)
-    if (ck.names[i] != want.keys[i])
-      bad("holds '" + ck.names[i] + "' where this run keeps '" + want.keys[i] + "' (the " + want.names[i] + ")");
+    bad("holds " + std::to_string(ck.tensors.size()) + " tensors, expected " + std::to_string(n + 3) +
+        (ck.names.size() > n + 3 ? " ('" + ck.names[n + 3] + "' is not one this run keeps)" : ""));
   for (std::size_t i = 0; i < n; ++i)
     if (static_cast<std::int64_t>(ck.tensors[i].size()) != want.state_sizes[i])
       bad("has " + std::to_string(ck.tensors[i].size()) + " values for the " + want.names[i] + ", expected " +
@@ -75,6 +134,7 @@ void check_resumable(const CheckpointState& ck, const ResumeExpectation& want) {
   if (first.size() != 1 || !whole(first[0]) || first[0] < 0 || first[0] > static_cast<double>(ck.step))
     bad("has a log interval that starts at step " + (first.size() == 1 ? std::to_string(first[0]) : std::string("?")) +
         ", expected a whole number in [0, " + std::to_string(ck.step) + "]");
+  return notes;
 }
 
 std::string first_non_finite(const std::vector<std::vector<double>>& tensors, const std::vector<std::string>& names) {

@@ -3,9 +3,10 @@
 // found; during the run, rank 0 writes one when it is due.
 //
 // A checkpoint holds the state every rank keeps the same copy of
-// (Run::everything()), then each rank's loss and correct-count sums of the
-// open log interval (one value per rank), then {first step of that
-// interval}. Resumed on as many ranks, each rank takes its own sums back; on
+// (Run::everything(): the parameters in checkpoint.safetensors, the
+// optimizer's state in optimizer.safetensors), then each rank's loss and
+// correct-count sums of the open log interval (one value per rank), then
+// {first step of that interval}. Resumed on as many ranks, each rank takes its own sums back; on
 // another number of ranks, rank 0 takes the totals (the same up to rounding).
 #include <algorithm>
 #include <filesystem>
@@ -46,11 +47,19 @@ std::vector<double> open_checkpoint_dir(Run& run, std::optional<CheckpointState>
     if (!cfg.resume && !cfg.overwrite && std::filesystem::exists(path))
       throw std::runtime_error(path + " already holds a checkpoint: continue it with --resume, replace it "
                                "with --overwrite, or give another --checkpoint directory");
-    if (cfg.resume) ck = read_checkpoint(cfg.checkpoint_dir);
+    if (cfg.resume) ck = read_checkpoint(cfg.checkpoint_dir, run.keys);
     if (!ck) return {kNone, 0, 0, 0};
     ResumeExpectation want{cfg.checkpoint_dir, run.fingerprint, {}, run.names, run.keys, run.total};
     for (Tensor* t : run.everything()) want.state_sizes.push_back(t->numel());
-    check_resumable(*ck, want);
+    const ResumeNotes notes = check_resumable(*ck, want);
+    if (run.progress.out)
+      for (const std::string& w : notes.warnings) *run.progress.out << "warning: " << w << "\n";
+    if (notes.restart_log_interval) {
+      const std::size_t n = run.everything().size();
+      std::fill(ck->tensors[n].begin(), ck->tensors[n].end(), 0.0);
+      std::fill(ck->tensors[n + 1].begin(), ck->tensors[n + 1].end(), 0.0);
+      ck->tensors[n + 2] = {static_cast<double>(ck->step)};
+    }
     return {kOk, static_cast<double>(ck->step), ck->tensors.back()[0],
             static_cast<double>(ck->tensors[run.everything().size()].size())};
   } catch (const std::exception& ex) {
@@ -146,10 +155,14 @@ void save_checkpoint(Run& run, std::int64_t step) {
       for (Tensor* t : run.everything()) {
         ck.tensors.push_back(t->to_vector<double>());
         ck.shapes.emplace_back(t->shape().begin(), t->shape().end());
+        ck.dtypes.push_back(t->dtype());
       }
+      ck.model_tensors = run.model.params.size();
       ck.tensors.push_back(loss_per_rank.to_vector<double>());
       ck.tensors.push_back(correct_per_rank.to_vector<double>());
+      // A step count may pass i32's range; F64 holds it exactly (to 2^53).
       ck.tensors.push_back({static_cast<double>(run.log_from)});
+      ck.dtypes.insert(ck.dtypes.end(), {loss_per_rank.dtype(), DType::i32, DType::f64});
       for (std::size_t i = ck.shapes.size(); i < ck.tensors.size(); ++i)
         ck.shapes.push_back({static_cast<std::int64_t>(ck.tensors[i].size())});
       ck.names = run.keys;

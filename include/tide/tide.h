@@ -15,5 +15,6 @@
 #include <tide/ops/linalg.h>
 #include <tide/ops/nn.h>
 #include <tide/ops/reduction.h>
+#include <tide/ops/safetensors.h>
 #include <tide/comm/communicator.h>
 #include <tide/launch/runtime.h>

@@ -14,5 +14,7 @@ Runtime* current_runtime();
 void bind_tensors(pybind11::module_& m);
 /// The world communicator's collectives.
 void bind_comm(pybind11::module_& m);
+/// tide.save, tide.load and tide.load_metadata (safetensors files).
+void bind_safetensors(pybind11::module_& m);
 
 }  // namespace tide::python

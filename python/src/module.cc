@@ -71,6 +71,7 @@ void register_errors(py::module_& m) {
   py::register_exception<PolicyError>(m, "PolicyError", base.ptr());
   py::register_exception<ValueError>(m, "ValueError", base.ptr());
   py::register_exception<UsageError>(m, "UsageError", base.ptr());
+  py::register_exception<FileError>(m, "FileError", base.ptr());
   py::register_exception<OutOfMemoryError>(m, "OutOfMemoryError", base.ptr());
   py::register_exception<BackendError>(m, "BackendError", base.ptr());
   py::register_exception<CommError>(m, "CommError", base.ptr());
@@ -214,4 +215,5 @@ PYBIND11_MODULE(_tide, m) {
 
   bind_tensors(m);
   bind_comm(m);
+  bind_safetensors(m);
 }

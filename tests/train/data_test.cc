@@ -7,12 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include <tide/tide.h>
+
 #include "train/checkpoint.h"
+#include "train/checkpoint_checks.h"
 #include "train/data.h"
 #include "train/options.h"
 
@@ -182,18 +186,31 @@ TEST(Widths, AreWholeNumbersAtLeastOneWithNothingEmpty) {
   EXPECT_NE(message("99999999999999999999").find("too large"), std::string::npos);
 }
 
-/// What read_checkpoint(dir) throws ("no error" when it does not).
-std::string read_error(const std::string& dir) {
+/// A current engine for the test's duration: checkpoints are written and
+/// read as tensors.
+struct WithEngine {
+  std::unique_ptr<Engine> engine = Engine::create(EngineOptions{});
+  EngineScope scope{*engine};
+};
+
+/// What read_checkpoint(dir, keys) throws ("no error" when it does not).
+std::string read_error(const std::string& dir, const std::vector<std::string>& keys = {}) {
   try {
-    read_checkpoint(dir);
+    read_checkpoint(dir, keys);
   } catch (const std::runtime_error& e) {
     return e.what();
   }
   return "no error";
 }
 
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 TEST(Checkpoint, AFileThatIsADirectoryIsNamed) {
   TempDir d;
+  WithEngine e;
   const std::string dir = (d.path / "run").string();
   fs::create_directories(checkpoint_path(dir));
   const std::string message = read_error(dir);
@@ -202,50 +219,64 @@ TEST(Checkpoint, AFileThatIsADirectoryIsNamed) {
       << message;
 }
 
-TEST(Checkpoint, RoundTripsAndRejectsDamage) {
-  TempDir d;
-  const std::string dir = (d.path / "run").string();
-  EXPECT_FALSE(read_checkpoint(dir).has_value());
+/// A checkpoint of a layer's weights (f32) and bias (f64) in the model's
+/// file, and a log step in the optimizer's.
+CheckpointState small_checkpoint() {
   CheckpointState s;
   s.fingerprint = "model \"A\"\n\\ \x01";  // what JSON must escape
   s.step = 42;
-  s.tensors = {{1.5, -2.25, 1e-300, 4, 5, 6}, {}, {3.0}};
-  s.names = {"layer0.weight", "empty", "log.first_step"};
-  s.shapes = {{2, 3}, {0}, {1}};
+  s.tensors = {{1.5, -2.25, 0.125, 4, 5, 6}, {1e-300, 3}, {}, {3.0}};
+  s.names = {"0.weight", "0.bias", "empty", "log.first_step"};
+  s.shapes = {{2, 3}, {2}, {0}, {1}};
+  s.dtypes = {DType::f32, DType::f64, DType::i32, DType::f64};
+  s.model_tensors = 2;
+  return s;
+}
+
+TEST(Checkpoint, RoundTripsInTwoFilesAndRejectsDamage) {
+  TempDir d;
+  WithEngine e;
+  const std::string dir = (d.path / "run").string();
+  CheckpointState s = small_checkpoint();
+  EXPECT_FALSE(read_checkpoint(dir, s.names).has_value());
   write_checkpoint(dir, s);
-  auto back = read_checkpoint(dir);
+  auto back = read_checkpoint(dir, s.names);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->fingerprint, s.fingerprint);
   EXPECT_EQ(back->step, 42);
   EXPECT_EQ(back->tensors, s.tensors);
   EXPECT_EQ(back->names, s.names);
   EXPECT_EQ(back->shapes, s.shapes);
-  // Without names and shapes: t0, t1, ... of one dimension.
-  CheckpointState plain{"p", 1, {{1, 2}, {3}}, {}, {}};
-  write_checkpoint(dir, plain);
-  EXPECT_EQ(read_checkpoint(dir)->names, (std::vector<std::string>{"t0", "t1"}));
-  EXPECT_EQ(read_checkpoint(dir)->shapes, (std::vector<std::vector<std::int64_t>>{{2}, {1}}));
-  // Overwriting leaves one file and no temporaries.
+  EXPECT_EQ(back->dtypes, s.dtypes) << "each tensor in its own dtype";
+  EXPECT_EQ(back->model_tensors, 2u);
+  const std::string path = checkpoint_path(dir), opt = optimizer_path(dir);
+  EXPECT_EQ(load(path).tensors.size(), 2u) << "the model's file holds the model alone";
+  EXPECT_EQ(load(opt).tensors.size(), 2u);
+  // Keys asked for in another order come in that order; one missing is "".
+  back = read_checkpoint(dir, {"log.first_step", "nope", "0.weight"});
+  EXPECT_EQ(back->names, (std::vector<std::string>{"log.first_step", "", "0.weight", "0.bias", "empty"}));
+  // Overwriting leaves the two files and no temporaries.
   s.step = 43;
   write_checkpoint(dir, s);
-  EXPECT_EQ(read_checkpoint(dir)->step, 43);
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 1);
-  const std::string path = checkpoint_path(dir);
-  auto message = [&] { return read_error(dir); };
+  EXPECT_EQ(read_checkpoint(dir, s.names)->step, 43);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 2);
+  auto message = [&] { return read_error(dir, s.names); };
   // A flipped byte among the values is caught by the checksum.
-  const auto size = fs::file_size(path);
-  {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(size - 3));
-    f.put('\x7f');
+  for (const std::string& p : {path, opt}) {
+    write_checkpoint(dir, s);
+    const auto size = fs::file_size(p);
+    {
+      std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(size - 3));
+      f.put('\x7f');
+    }
+    EXPECT_NE(message().find(p + ": checksum mismatch"), std::string::npos) << message();
   }
-  EXPECT_NE(message().find("checksum mismatch"), std::string::npos) << message();
   // So is a changed digit of the step: the checksum covers the metadata,
   // names and shapes too.
   write_checkpoint(dir, s);
   {
-    std::ifstream in(path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string bytes = file_text(path);
     const auto at = bytes.find("\"step\":\"43\"");
     ASSERT_NE(at, std::string::npos);
     bytes[at + 9] = '8';
@@ -259,79 +290,102 @@ TEST(Checkpoint, RoundTripsAndRejectsDamage) {
     f.seekp(9);
     f.put('[');
   }
-  EXPECT_NE(message().find("bad safetensors header"), std::string::npos) << message();
-  write_bytes(path, {'n', 'o', 'p', 'e', 0, 0, 0, 0, 0, 0, 0, 0});
-  EXPECT_THROW(read_checkpoint(dir), std::runtime_error);
+  EXPECT_NE(message().find("tide::load: " + path + ": the header is not valid JSON"), std::string::npos) << message();
+  // Two files of different steps: a write interrupted between them.
+  write_checkpoint(dir, s);
+  const std::string older = file_text(opt);
+  s.step = 44;
+  write_checkpoint(dir, s);
+  std::ofstream(opt, std::ios::binary) << older;
+  EXPECT_NE(message().find(path + " is at step 44 but " + opt + " at step 43"), std::string::npos) << message();
+  fs::remove(opt);
+  EXPECT_NE(message().find("has no optimizer.safetensors beside it"), std::string::npos) << message();
 }
 
-/// A safetensors file of `header` (JSON) and `data_bytes` zero bytes.
-void write_forged(const std::string& path, const std::string& header, std::size_t data_bytes = 0,
-                  std::uint64_t claimed = 0) {
-  const std::uint64_t n = claimed ? claimed : header.size();
-  std::string file(reinterpret_cast<const char*>(&n), 8);
-  file += header;
-  file.append(data_bytes, '\0');
-  std::ofstream(path, std::ios::binary) << file;
-}
-
-TEST(Checkpoint, ForgedSizesAreRefusedBeforeAnyAllocation) {
+TEST(Checkpoint, AFileNotTidesOrOfTheEarlierVersionIsRefused) {
   TempDir d;
-  const std::string dir = d.path.string(), path = checkpoint_path(dir);
-  auto message = [&] { return read_error(dir); };
-  const std::string meta =
-      R"("__metadata__":{"format":"tide-checkpoint","version":"2","fingerprint":"f","step":"1","fnv1a64":"x"})";
-  write_forged(path, "{}", 0, ~std::uint64_t{0});
-  EXPECT_NE(message().find("a header of 18446744073709551615 bytes in a file of 10"), std::string::npos) << message();
-  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F64","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", 8);
-  EXPECT_NE(message().find("more values than the file holds"), std::string::npos) << message();
-  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})", 8);
-  EXPECT_NE(message().find("data_offsets outside the file's 8 bytes"), std::string::npos) << message();
-  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
-  EXPECT_NE(message().find("is F32, not F64"), std::string::npos) << message();
-  write_forged(path,
-               "{" + meta + R"(,"a":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},)" +
-                   R"("b":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
-               16);
-  EXPECT_NE(message().find("overlap or leave a gap"), std::string::npos) << message();
-  write_forged(path, R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", 8);
-  EXPECT_NE(message().find("not a tide checkpoint (no 'format' in its metadata)"), std::string::npos) << message();
-  // Values are bounded before they are built: an array of 65, and a header
-  // of two million small values (a forged 100 MB one would cost gigabytes).
-  std::string dims = "0";
-  for (int i = 0; i < 64; ++i) dims += ",1";
-  write_forged(path, "{" + meta + R"(,"w":{"dtype":"F64","shape":[)" + dims + R"(],"data_offsets":[0,0]}})");
-  EXPECT_NE(message().find("an array of more than 64 items"), std::string::npos) << message();
-  std::string many = "{";
-  for (int i = 0; i < 2'000'000; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
-  write_forged(path, many + "}");
-  EXPECT_NE(message().find("more than 1000000 values"), std::string::npos) << message();
+  WithEngine e;
+  const std::string dir = d.path.string();
+  write_checkpoint(dir, small_checkpoint());
+  const Tensor w = from_vector(std::vector<double>{1});
+  save(checkpoint_path(dir), {{"0.weight", w}});
+  EXPECT_NE(read_error(dir).find("not a tide checkpoint (no 'format' in its metadata)"), std::string::npos)
+      << read_error(dir);
+  save(checkpoint_path(dir), {{"0.weight", w}},
+       {{"format", "tide-checkpoint"}, {"version", "2"}, {"fingerprint", "f"}, {"step", "1"}, {"fnv1a64", "x"}});
+  EXPECT_NE(read_error(dir).find("a tide checkpoint of version 2 (one file, every tensor F64), which this trainer "
+                                 "does not read"),
+            std::string::npos)
+      << read_error(dir);
 }
 
-// The file is plain safetensors: a reader of the format's own, in Python's
-// standard library alone (no tide code), sees the names, shapes, values
-// and metadata the trainer wrote.
+// The files are plain safetensors: a reader of the format's own, in
+// Python's standard library alone (no tide code), sees the names, dtypes,
+// shapes, values and metadata the trainer wrote.
 TEST(Checkpoint, APlainSafetensorsReaderReadsIt) {
   if (std::system("python3 -c 1 > /dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 (scripts/setup.sh installs it)";
   TempDir d;
+  WithEngine e;
   const std::string dir = d.path.string();
   CheckpointState s;
   s.fingerprint = "hidden 4; batch 2";
   s.step = 7;
-  s.tensors = {{0.5, -1.25, 2, 3, 4, 5, 6, 7}, {0.125, 0.25}, {9}};
-  s.names = {"layer0.weight", "layer0.bias", "log.first_step"};
-  s.shapes = {{2, 4}, {2}, {1}};
+  s.tensors = {{0.5, -1.25, 2, 3, 4, 5, 6, 7}, {0.125, 0.25}, {9}, {9}};
+  s.names = {"0.weight", "0.bias", "log.correct_counts", "log.first_step"};
+  s.shapes = {{2, 4}, {2}, {1}, {1}};
+  s.dtypes = {DType::f32, DType::f32, DType::i32, DType::f64};
+  s.model_tensors = 2;
   write_checkpoint(dir, s);
   const std::string out = (d.path / "read.txt").string();
-  const std::string cmd =
-      "python3 " TIDE_SOURCE_DIR "/tests/train/read_safetensors.py " + checkpoint_path(dir) + " > " + out;
+  const std::string reader = "python3 " TIDE_SOURCE_DIR "/tests/train/read_safetensors.py ";
+  const std::string cmd = reader + checkpoint_path(dir) + " > " + out + " && " + reader + optimizer_path(dir) + " >> " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream in(out);
-  const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string got = file_text(out);
   EXPECT_NE(got.find("meta fingerprint hidden 4; batch 2\n"), std::string::npos) << got;
   EXPECT_NE(got.find("meta step 7\n"), std::string::npos) << got;
-  EXPECT_NE(got.find("tensor layer0.weight F64 2x4 8 26.25 0.5 7.0\n"), std::string::npos) << got;
-  EXPECT_NE(got.find("tensor layer0.bias F64 2 2 0.375 0.125 0.25\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("tensor 0.weight F32 2x4 8 26.25 0.5 7.0\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("tensor 0.bias F32 2 2 0.375 0.125 0.25\n"), std::string::npos) << got;
+  EXPECT_NE(got.find("tensor log.correct_counts I32 1 1 9 9 9\n"), std::string::npos) << got;
   EXPECT_NE(got.find("tensor log.first_step F64 1 1 9.0 9.0 9.0\n"), std::string::npos) << got;
+}
+
+TEST(Checkpoint, ResumeWarnsOfWhatChangesAndRefusesWhatCannotContinue) {
+  CheckpointState ck;
+  ck.fingerprint = "widths=4,2 dtype=f32 opt=sgd lr=0.1 momentum=0.9 global_batch=64 seed=1 data=fnv1a64:ab";
+  ck.step = 5;
+  ck.names = {"log.loss_sums", "log.correct_counts", "log.first_step"};
+  ck.tensors = {{1.5}, {3}, {4}};
+  ResumeExpectation want{"ck", ck.fingerprint, {}, {"loss sums", "correct counts", "first step"}, ck.names, 10};
+  EXPECT_TRUE(check_resumable(ck, want).warnings.empty()) << "the same run";
+  want.fingerprint = "widths=4,2 dtype=f32 opt=sgd lr=0.01 momentum=0.9 global_batch=128 seed=1 data=fnv1a64:ab";
+  const ResumeNotes notes = check_resumable(ck, want);
+  ASSERT_EQ(notes.warnings.size(), 2u);
+  EXPECT_EQ(notes.warnings[0].find("resuming with global_batch 128 where the checkpoint's run had 64: the steps per "
+                                   "epoch change, so from step 5 on the data comes in another order"),
+            0u)
+      << notes.warnings[0];
+  EXPECT_EQ(notes.warnings[1], "resuming with lr 0.01 where the checkpoint's run had 0.1: the learning rate changes "
+                               "from here on");
+  EXPECT_TRUE(notes.restart_log_interval);
+  auto refusal = [&](const std::string& fingerprint) {
+    want.fingerprint = fingerprint;
+    try {
+      check_resumable(ck, want);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(refusal("widths=4,3 dtype=f32 opt=sgd lr=0.1 momentum=0.9 global_batch=64 seed=1 data=fnv1a64:ab")
+                .find("the checkpoint in ck cannot be continued by this run: the model's layer widths differ, so "
+                      "its parameters cannot be loaded (widths 4,2 there, 4,3 here)"),
+            std::string::npos);
+  EXPECT_NE(refusal("widths=4,2 dtype=f32 opt=sgd lr=0.1 momentum=0.9 global_batch=64 seed=1 data=fnv1a64:cd")
+                .find("the training data differ (data fnv1a64:ab there, fnv1a64:cd here)"),
+            std::string::npos);
+  EXPECT_NE(refusal("widths=4,2 dtype=f32 opt=adam lr=0.1 momentum=0.9 global_batch=64 seed=1 data=fnv1a64:ab")
+                .find("the optimizer differs"),
+            std::string::npos);
 }
 
 TEST(CheckpointDir, IsCreatedAndCheckedWritable) {

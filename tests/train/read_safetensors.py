@@ -10,6 +10,10 @@ import struct
 import sys
 
 
+# The dtypes tide writes: struct's code and the bytes of one value.
+FORMATS = {"F32": ("f", 4), "F64": ("d", 8), "I32": ("i", 4)}
+
+
 def main():
     with open(sys.argv[1], "rb") as f:
         data = f.read()
@@ -19,13 +23,13 @@ def main():
     for k, v in sorted(header.pop("__metadata__", {}).items()):
         print("meta", k, v)
     for name, t in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
-        assert t["dtype"] == "F64", t["dtype"]
+        code, size = FORMATS[t["dtype"]]
         b, e = t["data_offsets"]
-        count = (e - b) // 8
-        values = struct.unpack(f"<{count}d", body[b:e])
+        count = (e - b) // size
+        values = struct.unpack(f"<{count}{code}", body[b:e])
         shape = "x".join(str(d) for d in t["shape"]) or "scalar"
-        first = values[0] if values else 0.0
-        last = values[-1] if values else 0.0
+        first = values[0] if values else 0
+        last = values[-1] if values else 0
         print("tensor", name, t["dtype"], shape, count, repr(sum(values)), repr(first), repr(last))
 
 

@@ -299,7 +299,7 @@ TEST(Checkpoints, ADivergedRunKeepsTheLastGoodOne) {
     EXPECT_NE(why.find("rank 0 could not write a checkpoint"), std::string::npos) << why;
   }
   world().barrier();
-  auto kept = read_checkpoint(dir.path);
+  auto kept = read_checkpoint(dir.path, checkpoint_tensor_keys(3, false));
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(kept->step, 8);
   EXPECT_EQ(first_non_finite(kept->tensors, {}), "");
@@ -322,7 +322,7 @@ TEST(Checkpoints, EveryFieldReadBackIsChecked) {
   run_training(world(), task(), c);
   world().barrier();
   std::optional<CheckpointState> good;
-  if (world().rank() == 0) good = read_checkpoint(dir.path);
+  if (world().rank() == 0) good = read_checkpoint(dir.path, checkpoint_tensor_keys(3, false));
   TrainConfig resume = c;
   resume.max_steps = 12;
   resume.resume = true;
@@ -348,22 +348,51 @@ TEST(Checkpoints, EveryFieldReadBackIsChecked) {
       {[](CheckpointState& s) { s.step = 13; }, "is at step 13, past the end of this run (12 steps)"},
       {[n](CheckpointState& s) { s.tensors[n - 1] = {-3}; }, "has a log interval that starts at step -3"},
       {[n](CheckpointState& s) { s.tensors[n - 1] = {7}; }, "has a log interval that starts at step 7"},
-      {[n](CheckpointState& s) { s.tensors[n - 2][0] = 1e12; }, "has a correct count of"},
-      {[n](CheckpointState& s) { s.tensors[n - 2][0] = 0.5; }, "has a correct count of"},
+      // Counts an I32 tensor cannot hold, in a file that holds them as F64.
+      {[n](CheckpointState& s) { s.tensors[n - 2][0] = 1e12, s.dtypes[n - 2] = DType::f64; }, "has a correct count of"},
+      {[n](CheckpointState& s) { s.tensors[n - 2][0] = 0.5, s.dtypes[n - 2] = DType::f64; }, "has a correct count of"},
       {[n](CheckpointState& s) { s.tensors[n - 2].push_back(1); }, "has malformed interval sums"},
       {[](CheckpointState& s) { s.tensors[1][0] = std::nan(""); }, "holds NaN in the layer 0 biases"},
       {[](CheckpointState& s) { s.tensors[2].pop_back(); }, "values for the layer 1 weights"},
-      {[](CheckpointState& s) { s.names[0] = "w"; }, "holds 'w' where this run keeps 'layer0.weight'"},
+      {[](CheckpointState& s) { s.names[0] = "w"; }, "has no '0.weight' (the layer 0 weights)"},
+      {[](CheckpointState& s) { s.fingerprint += "x"; }, "cannot be continued by this run: the training data differ"},
   };
   for (const auto& [change, want] : cases) {
     const std::string why = forged(change);
     if (world().rank() == 0) {
-      EXPECT_NE(why.find(want), std::string::npos) << why;
+      EXPECT_NE(why.find(want), std::string::npos) << want << ": " << why;
     } else {
       EXPECT_NE(why.find("rank 0 could not use the checkpoint directory"), std::string::npos) << why;
     }
   }
   EXPECT_EQ(forged([](CheckpointState&) {}), "no error") << "the genuine checkpoint resumes";
+}
+
+TEST(Checkpoints, ResumeContinuesAChangedLrOrBatchAndRefusesAnotherOptimizer) {
+  SharedDir dir;
+  TrainConfig c = small_config();
+  c.max_steps = 6;
+  c.checkpoint_dir = dir.path;
+  run_training(world(), task(), c);
+  TrainConfig more = c;
+  more.resume = true;
+  more.max_steps = 8;
+  more.lr = 0.01;  // a lower learning rate to fine-tune
+  EXPECT_EQ(run_training(world(), task(), more).first_step, 6);
+  more.max_steps = 10;
+  more.batch = c.batch * 2;  // another global batch
+  TrainResult r = run_training(world(), task(), more);
+  EXPECT_EQ(r.first_step, 8);
+  EXPECT_EQ(r.steps_run, 2);
+  TrainConfig adam = more;
+  adam.optimizer = "adam";
+  adam.max_steps = 12;
+  const std::string why = error_of([&] { run_training(world(), task(), adam); });
+  if (world().rank() == 0) {
+    EXPECT_NE(why.find("cannot be continued by this run: the optimizer differs"), std::string::npos) << why;
+  } else {
+    EXPECT_NE(why.find("rank 0 could not use the checkpoint directory"), std::string::npos) << why;
+  }
 }
 
 TEST(Checkpoints, AnEarlierFormatIsRefusedNotIgnored) {

@@ -28,6 +28,10 @@ class PolicyError : public Error { using Error::Error; };
 class ValueError : public Error { using Error::Error; };
 /// An engine used wrongly: no active runtime, a push from a second thread...
 class UsageError : public Error { using Error::Error; };
+/// A file tide cannot read or write, or one that is not what it should be
+/// (a damaged or foreign safetensors file): the message names the file and
+/// what is wrong with it.
+class FileError : public Error { using Error::Error; };
 
 /// An allocation the device could not satisfy, thrown by the call that
 /// allocates (before it enqueues anything). The message names the bytes
