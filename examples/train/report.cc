@@ -223,7 +223,9 @@ std::string summary(const TrainResult& r, int ranks) {
      << fmt("%.1f", r.stalled_ms) << " ms), peak queued " << fmt("%.2f", static_cast<double>(r.peak_queued_bytes) / (1 << 20))
      << " MiB\n"
      << "  gradient buckets: " << r.buckets << "\n";
-  if (r.comm_ms_per_step >= 0)
+  if (ranks == 1)
+    os << "  bucket communication: none (one rank has no gradients to reduce)\n";
+  else if (r.comm_ms_per_step >= 0)
     os << "  bucket communication " << fmt("%.3f", r.comm_ms_per_step) << " ms per step, "
        << fmt("%.1f%%", 100 * r.comm_hidden_fraction) << " of it ("
        << fmt("%.3f", r.comm_ms_per_step * r.comm_hidden_fraction) << " ms) while "
