@@ -224,7 +224,7 @@ std::string summary(const TrainResult& r, int ranks) {
      << " MiB\n"
      << "  gradient buckets: " << r.buckets << "\n";
   if (ranks == 1)
-    os << "  bucket communication: none (one rank has no gradients to reduce)\n";
+    os << "  bucket communication: none (on one rank there is nothing to reduce)\n";
   else if (r.comm_ms_per_step >= 0)
     os << "  bucket communication " << fmt("%.3f", r.comm_ms_per_step) << " ms per step, "
        << fmt("%.1f%%", 100 * r.comm_hidden_fraction) << " of it ("
