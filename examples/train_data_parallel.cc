@@ -81,7 +81,8 @@ void write_json(const std::string& path, const TrainConfig& c, const TrainResult
   for (auto h : c.hidden) w.value(h);
   w.end_array();
   w.field("batch_per_rank", c.batch).field("global_batch", r.global_batch).field("optimizer", c.optimizer)
-      .field("lr", c.lr).field("bucket_mb", c.bucket_mb).field("lookahead", c.lookahead)
+      .field("lr", c.lr).field("accum_steps", c.accum_steps).field("bucket_mb", c.bucket_mb)
+      .field("first_bucket_mb", c.first_bucket_mb).field("lookahead", c.lookahead)
       .field("dtype", tide::dtype_name(c.dtype)).field("device", c.device.str()).field("steps", r.total_steps);
   w.end_object();
   w.key("result").begin_object();
@@ -135,15 +136,26 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
   std::string hidden = "512,512";
   app.add_option("--hidden", hidden, "hidden layer widths, comma-separated")->capture_default_str();
-  app.add_option("--batch", c.batch, "rows per rank per step")->capture_default_str()->check(at_least(1));
+  app.add_option("--batch", c.batch, "rows per rank per micro-batch (a step is --accum-steps of them)")
+      ->capture_default_str()->check(at_least(1));
+  app.add_option("--accum-steps", c.accum_steps,
+                 "micro-batches per optimizer step (gradient accumulation): their gradients are summed locally "
+                 "and reduced across ranks once, in the last one's backward; a step then computes what a batch "
+                 "of accum-steps x batch rows would, and steps, --max-steps, --log-every, --checkpoint-every and "
+                 "samples/s count optimizer steps")
+      ->capture_default_str()->check(at_least(1));
   app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(at_least(1));
-  app.add_option("--max-steps", c.max_steps, "stop after this many global steps (0: all epochs)")
+  app.add_option("--max-steps", c.max_steps, "stop after this many global (optimizer) steps (0: all epochs)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(number_above(0, true));
   app.add_option("--optimizer", c.optimizer, "sgd (with momentum) or adam")
       ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
   app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(number_above(0, false));
+  app.add_option("--first-bucket-mb", c.first_bucket_mb,
+                 "cap in MiB of the first gradient bucket (the last layers', whose gradients come first), so that "
+                 "communication starts early in backward; at most --bucket-mb; 0: the same cap as the others")
+      ->capture_default_str()->check(number_above(0, true));
   app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: no cap on steps; the caps on queued memory stay)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(at_least(1));

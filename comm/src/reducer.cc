@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <tide/core/copy.h>
 #include <tide/core/engine.h>
 #include <tide/ops/creation.h>
+#include <tide/ops/elementwise.h>
 
 #include "push_comm.h"
 
@@ -42,7 +44,7 @@ void push_bucket_op(Engine& e, Device device, const char* name, StorageList read
 }
 
 // Layout fingerprint fields, compared across ranks.
-enum Field { kParams, kBuckets, kDType, kHashLo, kHashHi, kCapKiB, kFields };
+enum Field { kParams, kBuckets, kDType, kHashLo, kHashHi, kCapKiB, kFirstCapKiB, kFields };
 
 /// Every parameter is defined, floating, of one dtype and on one device (a
 /// GPU only with NCCL); fills their dtype, device and shapes.
@@ -70,9 +72,10 @@ void check_params(const std::vector<Tensor>& params, DType& dtype, Device& devic
 }
 
 /// This rank's bucket layout as kFields numbers: counts, dtype, a hash of
-/// every parameter's size and bucket, and the cap.
+/// every parameter's size and bucket, and the caps.
 std::vector<std::int32_t> layout_fingerprint(const std::vector<Shape>& shapes, const std::vector<int>& bucket_of,
-                                             std::size_t buckets, DType dtype, double bucket_mb) {
+                                             std::size_t buckets, DType dtype, double bucket_mb,
+                                             double first_bucket_mb) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a
   auto mix = [&h](std::uint64_t v) {
     for (int k = 0; k < 8; ++k) {
@@ -91,6 +94,7 @@ std::vector<std::int32_t> layout_fingerprint(const std::vector<Shape>& shapes, c
   mine[kHashLo] = static_cast<std::int32_t>(h & 0x7fffffff);
   mine[kHashHi] = static_cast<std::int32_t>((h >> 31) & 0x7fffffff);
   mine[kCapKiB] = static_cast<std::int32_t>(std::min(bucket_mb * 1024.0, 2e9));
+  mine[kFirstCapKiB] = static_cast<std::int32_t>(std::min(first_bucket_mb * 1024.0, 2e9));
   return mine;
 }
 
@@ -106,7 +110,8 @@ void check_same_layout(Communicator& comm, const std::vector<std::int32_t>& mine
     auto who = [](const std::int32_t* f, int rank) {
       std::ostringstream os;
       os << "rank " << rank << " has " << f[kParams] << " parameters (" << dtype_name(static_cast<DType>(f[kDType]))
-         << ") in " << f[kBuckets] << " buckets under a " << f[kCapKiB] / 1024.0 << " MiB cap";
+         << ") in " << f[kBuckets] << " buckets under a " << f[kCapKiB] / 1024.0 << " MiB cap (the first under "
+         << f[kFirstCapKiB] / 1024.0 << " MiB)";
       return os.str();
     };
     throw CommError("GradientReducer: the gradient bucket layout differs across ranks: " +
@@ -125,18 +130,26 @@ GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& 
     : comm_(comm), options_(o) {
   if (!(o.bucket_mb > 0))
     throw ValueError("GradientReducer: bucket_mb must be > 0, got " + std::to_string(o.bucket_mb));
+  if (!(o.first_bucket_mb >= 0) || !std::isfinite(o.first_bucket_mb))
+    throw ValueError("GradientReducer: first_bucket_mb must be >= 0 (0: no cap of its own), got " +
+                     std::to_string(o.first_bucket_mb));
+  // The first bucket's cap, as used: never above the others'.
+  options_.first_bucket_mb = o.first_bucket_mb > 0 ? std::min(o.first_bucket_mb, o.bucket_mb) : o.bucket_mb;
   if (params.empty()) throw ValueError("GradientReducer: no parameters");
   check_params(params, dtype_, device_, shapes_);
 
-  // Buckets from the last parameter back, closed before they would pass the cap.
+  // Buckets from the last parameter back, closed before they would pass
+  // their cap: the first bucket's own, then bucket_mb.
   const std::size_t cap = static_cast<std::size_t>(o.bucket_mb * 1024.0 * 1024.0);
+  const std::size_t first_cap = static_cast<std::size_t>(options_.first_bucket_mb * 1024.0 * 1024.0);
   const std::size_t elem = dtype_size(dtype_);
   const int n = static_cast<int>(params.size());
   bucket_of_.assign(static_cast<std::size_t>(n), -1);
   offset_.assign(static_cast<std::size_t>(n), 0);
   for (int i = n - 1; i >= 0; --i) {
     const std::size_t bytes = static_cast<std::size_t>(shapes_[static_cast<std::size_t>(i)].numel()) * elem;
-    if (buckets_.empty() || (buckets_.back().bytes > 0 && buckets_.back().bytes + bytes > cap))
+    const std::size_t open_cap = buckets_.size() == 1 ? first_cap : cap;
+    if (buckets_.empty() || (buckets_.back().bytes > 0 && buckets_.back().bytes + bytes > open_cap))
       buckets_.emplace_back();
     Bucket& b = buckets_.back();
     offset_[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(b.bytes);
@@ -148,6 +161,7 @@ GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& 
   // Buffers for buckets of several gradients; one-gradient buckets reduce in place.
   reduced_.resize(static_cast<std::size_t>(n));
   pending_.resize(static_cast<std::size_t>(n));
+  sum_.resize(static_cast<std::size_t>(n));
   for (const Bucket& b : buckets_) {
     if (b.params.size() == 1) {
       flat_.emplace_back();
@@ -162,7 +176,9 @@ GradientReducer::GradientReducer(Communicator& comm, const std::vector<Tensor>& 
 
   // Every rank must have built the same layout, or the flat buffers of one
   // all-reduce would pair different gradients across ranks.
-  check_same_layout(comm, layout_fingerprint(shapes_, bucket_of_, buckets_.size(), dtype_, o.bucket_mb), loc);
+  check_same_layout(comm, layout_fingerprint(shapes_, bucket_of_, buckets_.size(), dtype_, o.bucket_mb,
+                                                options_.first_bucket_mb),
+                    loc);
 }
 
 void GradientReducer::broadcast(Communicator& comm, std::vector<Tensor>& tensors, int root, Loc loc) {
@@ -186,7 +202,22 @@ void GradientReducer::push_gradient(int i, const Tensor& grad, Loc loc) {
   if (pending_[ui].defined())
     throw UsageError("GradientReducer: gradient of parameter " + std::to_string(i) +
                      " handed over twice in one step (call finish_step() between steps)");
-  pending_[ui] = grad;
+  if (handed_ == 0) micro_syncs_ = syncing_;
+  if (syncing_ != micro_syncs_)
+    throw UsageError(std::string("GradientReducer: gradient of parameter ") + std::to_string(i) + " handed over " +
+                     (syncing_ ? "after a NoSync guard ended" : "under a NoSync guard made") +
+                     " in the middle of a micro-batch; make or end the guard between finish_step() and the "
+                     "next micro-batch's first gradient");
+  ++handed_;
+  Tensor& sum = sum_[ui];
+  if (!syncing_) {
+    // Accumulate locally: no bucket is reduced in this micro-batch.
+    sum = sum.defined() ? add(sum, grad, loc) : grad;
+    pending_[ui] = grad;
+    return;
+  }
+  pending_[ui] = sum.defined() ? add(sum, grad, loc) : grad;
+  sum = Tensor();
   const int b = bucket_of_[ui];
   if (++arrived_[static_cast<std::size_t>(b)] == static_cast<int>(buckets_[static_cast<std::size_t>(b)].params.size()))
     reduce_bucket(b, loc);
@@ -262,6 +293,10 @@ const Tensor& GradientReducer::reduced(int i) const {
   if (i < 0 || i >= static_cast<int>(shapes_.size()))
     throw UsageError("GradientReducer: parameter index " + std::to_string(i) + " out of range");
   const auto ui = static_cast<std::size_t>(i);
+  if (handed_ > 0 && !micro_syncs_)
+    throw UsageError("GradientReducer: parameter " + std::to_string(i) +
+                     "'s gradient is being accumulated (a micro-batch under NoSync): it is reduced by the first "
+                     "micro-batch outside the guard");
   if (!pushed_[static_cast<std::size_t>(bucket_of_[ui])])
     throw UsageError("GradientReducer: the bucket of parameter " + std::to_string(i) +
                      " has not been reduced this step (not all of its gradients were handed over)");
@@ -275,9 +310,19 @@ void GradientReducer::finish_step() {
   for (auto& p : pending_) p = Tensor();
   std::fill(arrived_.begin(), arrived_.end(), 0);
   std::fill(pushed_.begin(), pushed_.end(), false);
-  if (!missing.empty())
+  const bool accumulating = handed_ > 0 && !micro_syncs_;
+  handed_ = 0;
+  accumulated_ = accumulating ? accumulated_ + 1 : 0;
+  if (!missing.empty()) {
+    // A sum short of a micro-batch would be reduced later as if whole: drop them all.
+    const bool dropped = accumulated_ > 0 || std::any_of(sum_.begin(), sum_.end(), [](const Tensor& t) { return t.defined(); });
+    for (auto& t : sum_) t = Tensor();
+    accumulated_ = 0;
     throw UsageError("GradientReducer: step ended without the gradients of parameters " + missing +
-                     "; their buckets were not reduced");
+                     (accumulating ? "; the micro-batch was not accumulated"
+                                   : "; their buckets were not reduced") +
+                     (dropped ? " (the gradients accumulated so far are dropped)" : ""));
+  }
 }
 
 std::string GradientReducer::describe() const {

@@ -44,6 +44,9 @@ std::string what_changes(const std::string& field, const std::string& step) {
            "afresh";
   if (field == "seed") return "from step " + step + " on the data comes in another order";
   if (field == "dtype") return "the checkpoint's values are converted";
+  if (field == "accum_steps")
+    return "each step's rows are split into another number of micro-batches (the same rows and the same update, "
+           "up to rounding), and the open log interval starts afresh";
   return "";
 }
 
@@ -96,7 +99,9 @@ ResumeNotes check_resumable(const CheckpointState& ck, const ResumeExpectation& 
   keys_of_both.insert(now.begin(), now.end());
   for (const auto& [field, _] : keys_of_both) {
     const auto a = had.find(field), b = now.find(field);
-    const std::string was = a == had.end() ? "(none)" : a->second, is = b == now.end() ? "(none)" : b->second;
+    // A run without accumulation leaves the field out: one micro-batch.
+    const std::string none = field == "accum_steps" ? "1" : "(none)";
+    const std::string was = a == had.end() ? none : a->second, is = b == now.end() ? none : b->second;
     if (was == is) continue;
     const std::string change = what_changes(field, std::to_string(ck.step));
     if (change.empty())
@@ -104,7 +109,7 @@ ResumeNotes check_resumable(const CheckpointState& ck, const ResumeExpectation& 
           " here)\n  it has  " + ck.fingerprint + "\n  this is " + want.fingerprint);
     notes.warnings.push_back("resuming with " + field + " " + is + " where the checkpoint's run had " + was + ": " +
                              change);
-    if (field == "global_batch") notes.restart_log_interval = true;
+    if (field == "global_batch" || field == "accum_steps") notes.restart_log_interval = true;
   }
   const std::size_t n = want.state_sizes.size();
   for (std::size_t i = 0; i < want.keys.size(); ++i)

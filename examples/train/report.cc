@@ -36,7 +36,8 @@ TrainResult start_result(Run& run) {
   TrainResult res;
   res.first_step = run.start;
   res.total_steps = run.total;
-  res.global_batch = run.cfg.batch * run.ranks;
+  res.global_batch = run.cfg.batch * run.cfg.accum_steps * run.ranks;
+  res.accum_steps = run.cfg.accum_steps;
   res.classes = run.data.train.classes;
   res.buckets = run.reducer.describe();
   return res;
@@ -99,7 +100,8 @@ void report_progress(Run& run, std::int64_t step, TrainResult& res, double& t_lo
   const TrainConfig& cfg = run.cfg;
   const bool last = step + 1 == run.total;
   const double n = static_cast<double>(step + 1 - run.log_from);
-  const double loss_mean = run.comm.all_reduce(run.loss_sum, ReduceOp::avg).item<double>() / n;
+  // The loss sum has a mean over each micro-batch.
+  const double loss_mean = run.comm.all_reduce(run.loss_sum, ReduceOp::avg).item<double>() / (n * cfg.accum_steps);
   const double correct = run.comm.all_reduce(run.correct_sum, ReduceOp::sum).item<double>();
   const double t = now_s();
   res.last_loss = loss_mean;
@@ -209,7 +211,11 @@ std::string summary(const TrainResult& r, int ranks) {
     return os.str();
   }
   os << "trained steps " << r.first_step << ".." << r.total_steps << " on " << ranks
-     << (ranks == 1 ? " rank" : " ranks") << " (global batch " << r.global_batch << ")\n"
+     << (ranks == 1 ? " rank" : " ranks") << " (global batch " << r.global_batch
+     << (r.accum_steps > 1 ? ": " + std::to_string(r.accum_steps) + " micro-batches of " +
+                                 std::to_string(r.global_batch / r.accum_steps / ranks) + " rows per rank"
+                           : std::string())
+     << ")\n"
      << "  final loss " << fmt("%.4f", r.last_loss) << ", train accuracy " << fmt("%.1f%%", 100 * r.last_train_accuracy)
      << "\n" << held_out
      << "  " << fmt("%.0f", r.samples_per_s) << " samples/s, " << fmt("%.2f", r.step_ms) << " ms per step\n"
@@ -217,10 +223,15 @@ std::string summary(const TrainResult& r, int ranks) {
      << fmt("%.1f", r.stalled_ms) << " ms), peak queued " << fmt("%.2f", static_cast<double>(r.peak_queued_bytes) / (1 << 20))
      << " MiB\n"
      << "  gradient buckets: " << r.buckets << "\n";
-  if (r.comm_ms_per_step >= 0)
+  if (ranks == 1)
+    os << "  bucket communication: none (on one rank there is nothing to reduce)\n";
+  else if (r.comm_ms_per_step >= 0)
     os << "  bucket communication " << fmt("%.3f", r.comm_ms_per_step) << " ms per step, "
-       << fmt("%.1f%%", 100 * r.comm_hidden_fraction) << " of it while backward computed; first bucket began "
-       << "before backward ended in " << r.steps_first_bucket_overlapped << " of " << r.steps_measured << " steps\n";
+       << fmt("%.1f%%", 100 * r.comm_hidden_fraction) << " of it ("
+       << fmt("%.3f", r.comm_ms_per_step * r.comm_hidden_fraction) << " ms) while "
+       << (r.accum_steps > 1 ? "the last micro-batch's backward" : "backward") << " still computed; the first bucket "
+       << "began before backward ended in " << r.steps_first_bucket_overlapped << " of " << r.steps_measured
+       << " steps\n";
   return os.str();
 }
 

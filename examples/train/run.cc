@@ -17,7 +17,7 @@ const TrainConfig& validated(const TrainConfig& cfg) {
 }
 
 std::int64_t total_steps(const TrainConfig& cfg, std::int64_t steps_per_epoch, int ranks) {
-  if (static_cast<double>(cfg.log_every) * static_cast<double>(cfg.batch * ranks) >= 2147483648.0)
+  if (static_cast<double>(cfg.log_every) * static_cast<double>(cfg.batch) * cfg.accum_steps * ranks >= 2147483648.0)
     throw ValueError("train: log interval x global batch must stay below 2^31 (the correct-count is i32)");
   std::int64_t total = steps_per_epoch * cfg.epochs;
   if (cfg.max_steps > 0) total = std::min(total, cfg.max_steps);
@@ -40,8 +40,12 @@ std::string run_fingerprint(const TrainConfig& c, const Split& data, int ranks) 
   os << "widths=" << data.train.features;
   for (auto h : c.hidden) os << "," << h;
   os << "," << data.train.classes << " dtype=" << dtype_name(c.dtype) << " opt=" << c.optimizer
-     << " lr=" << c.lr << " momentum=" << c.momentum << " global_batch=" << c.batch * ranks
-     << " seed=" << c.seed << " data=" << content_digest(data.train);
+     << " lr=" << c.lr << " momentum=" << c.momentum << " global_batch=" << c.batch * c.accum_steps * ranks;
+  // A checkpoint's interval sums are over micro-batches, so a resume keeps
+  // their number (written only when there are several, so that runs without
+  // accumulation keep the fingerprint they had).
+  if (c.accum_steps > 1) os << " accum_steps=" << c.accum_steps;
+  os << " seed=" << c.seed << " data=" << content_digest(data.train);
   return os.str();
 }
 
@@ -59,11 +63,11 @@ Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const
       timeline(cfg.trace && dev.is_cpu()),
       own_trace(timeline && !e.tracing()),
       adam(cfg.optimizer == "adam"),
-      sampler(data.train.rows, cfg.batch, rank, ranks, cfg.seed),
+      sampler(data.train.rows, cfg.batch * cfg.accum_steps, rank, ranks, cfg.seed),
       steps_per_epoch(sampler.steps_per_epoch()),
       total(total_steps(cfg, steps_per_epoch, ranks)),
       model(model_for(e, data, cfg)),
-      reducer(comm, model.params, {cfg.bucket_mb, ReduceOp::avg}) {
+      reducer(comm, model.params, {cfg.bucket_mb, ReduceOp::avg, cfg.first_bucket_mb}) {
   for (const Tensor& p : model.params) {
     state1.push_back(zeros(p.shape(), {cfg.dtype, dev}));
     if (adam) state2.push_back(zeros(p.shape(), {cfg.dtype, dev}));

@@ -1,15 +1,19 @@
-// One training step, and the held-out evaluation after the last one.
+// One training step (its micro-batches, then the optimizer), and the
+// held-out evaluation after the last one.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "run.h"
 
 namespace tide::train {
 
-BackwardRange train_step(Run& run, std::int64_t step, Batch& batch) {
-  run.comm.check_sync();  // ranks agree on the collectives so far (one small op, no blocker)
-  Step minibatch = run.e.step();
-  gather_rows(run.data.train, run.sampler.rows_for(step), batch.x, batch.y);
+namespace {
+
+/// Forward and backward of one micro-batch of `rows`, its gradients handed
+/// to the reducer; returns the push indices of its backward.
+BackwardRange micro_batch(Run& run, std::int64_t step, const std::vector<std::int64_t>& rows, Batch& batch) {
+  gather_rows(run.data.train, rows, batch.x, batch.y);
   Tensor x = run.to_dev(host_tensor(batch.x, Shape{run.cfg.batch, run.data.train.features}, run.cfg.dtype));
   Tensor y = run.to_dev(from_vector(batch.y));
 
@@ -25,15 +29,41 @@ BackwardRange train_step(Run& run, std::int64_t step, Batch& batch) {
   GradientReducer& reducer = run.reducer;
   const std::uint64_t bwd_begin = run.e.pushed();
   Tensor d = softmax_cross_entropy_backward(probs, y);
+  // The loss is a mean over the micro-batch; over the step it is the mean
+  // of the micro-batches' means, so each one's gradient counts 1/K (the
+  // reducer sums them).
+  if (run.cfg.accum_steps > 1) d = mul(d, 1.0 / run.cfg.accum_steps);
   for (int l = model.layers() - 1; l >= 0; --l) {
     reducer.push_gradient(2 * l, linear_backward_weight(d, act.inputs[static_cast<std::size_t>(l)]));
     reducer.push_gradient(2 * l + 1, linear_backward_bias(d));
     if (l > 0) d = relu_backward(linear_backward_input(d, model.w(l)), act.pre[static_cast<std::size_t>(l) - 1]);
   }
-  const BackwardRange backward{bwd_begin, run.e.pushed(), step};
+  return {bwd_begin, run.e.pushed(), step};
+}
+
+}  // namespace
+
+BackwardRange train_step(Run& run, std::int64_t step, Batch& batch) {
+  run.comm.check_sync();  // ranks agree on the collectives so far (one small op, no blocker)
+  Step minibatch = run.e.step();  // an optimizer step: all its micro-batches
+  const std::vector<std::int64_t> rows = run.sampler.rows_for(step);
+  const int k_steps = run.cfg.accum_steps;
+  GradientReducer& reducer = run.reducer;
+  BackwardRange backward{};
+  for (int k = 0; k < k_steps; ++k) {
+    // Every micro-batch but the last accumulates its gradients locally; the
+    // last one's backward reduces the sums, bucket by bucket.
+    std::optional<GradientReducer::NoSync> local;
+    if (k + 1 < k_steps) local.emplace(reducer);
+    const auto first = rows.begin() + static_cast<std::ptrdiff_t>(k * run.cfg.batch);
+    backward = micro_batch(run, step, std::vector<std::int64_t>(first, first + static_cast<std::ptrdiff_t>(run.cfg.batch)),
+                           batch);
+    if (k + 1 < k_steps) reducer.finish_step();
+  }
 
   // The optimizer, bucket by bucket: each update waits only for its own
   // bucket's reduction.
+  Model& model = run.model;
   for (const auto& bucket : reducer.buckets())
     for (int i : bucket.params) {
       const auto ui = static_cast<std::size_t>(i);
@@ -44,7 +74,7 @@ BackwardRange train_step(Run& run, std::int64_t step, Batch& batch) {
         sgd_step_(p, reducer.reduced(i), run.state1[ui], {.lr = run.cfg.lr, .momentum = run.cfg.momentum});
     }
   reducer.finish_step();
-  return backward;
+  return backward;  // the last micro-batch's: the one that reduces
 }
 
 double test_accuracy(Run& run, Batch& batch) {

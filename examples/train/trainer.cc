@@ -17,12 +17,16 @@ void TrainConfig::validate() const {
   for (auto h : hidden)
     if (h < 1) bad("hidden widths must be >= 1, got " + std::to_string(h));
   if (batch < 1) bad("batch must be >= 1, got " + std::to_string(batch));
+  if (accum_steps < 1) bad("accum_steps must be >= 1 (micro-batches per optimizer step), got " +
+                           std::to_string(accum_steps));
   if (epochs < 1) bad("epochs must be >= 1, got " + std::to_string(epochs));
   if (max_steps < 0) bad("max_steps must be >= 0");
   if (optimizer != "sgd" && optimizer != "adam") bad("optimizer must be 'sgd' or 'adam', got '" + optimizer + "'");
   if (!(lr >= 0) || !std::isfinite(lr)) bad("lr must be a finite number >= 0");
   if (!(momentum >= 0 && momentum < 1)) bad("momentum must be in [0, 1)");
   if (!(bucket_mb > 0)) bad("bucket size must be > 0 MiB");
+  if (!(first_bucket_mb >= 0) || !std::isfinite(first_bucket_mb))
+    bad("first bucket size must be >= 0 MiB (0: the bucket size)");
   if (lookahead < 0) bad("lookahead must be >= 0 (0: unbounded)");
   if (log_every < 1) bad("log interval must be >= 1");
   if (checkpoint_every < 0) bad("checkpoint interval must be >= 0");

@@ -17,13 +17,21 @@ namespace tide::train {
 
 struct TrainConfig {
   std::vector<std::int64_t> hidden{512, 512};  // widths of the hidden layers
-  std::int64_t batch = 64;                     // rows per rank per step
+  std::int64_t batch = 64;                     // rows per rank per micro-batch
+  /// Micro-batches per optimizer step (gradient accumulation): a step
+  /// takes accum_steps x batch rows per rank, accum_steps forward and
+  /// backward passes, one gradient reduction (in the last backward) and one
+  /// optimizer update; it computes what one micro-batch of accum_steps x
+  /// batch rows would. Steps, max_steps, log_every, checkpoint_every, the
+  /// sampler and samples/s all count optimizer steps and their rows.
+  int accum_steps = 1;
   int epochs = 2;
-  std::int64_t max_steps = 0;  // stop after this many global steps (0: every epoch)
+  std::int64_t max_steps = 0;  // stop after this many global (optimizer) steps (0: every epoch)
   std::string optimizer = "sgd";  // "sgd" (with momentum) or "adam"
   double lr = 0.05;
   double momentum = 0.9;  // SGD only
   double bucket_mb = 25.0;
+  double first_bucket_mb = 1.0;  // the first bucket's cap (at most bucket_mb); 0: bucket_mb
   int lookahead = 2;      // steps in flight (SyncPolicy::steps); 0: no cap on steps
   int log_every = 50;     // steps between progress lines (each one a blocker)
   std::string checkpoint_dir;  // empty: no checkpoints
@@ -65,7 +73,8 @@ struct TrainResult {
   std::int64_t first_step = 0;   // > 0 after a resume
   std::int64_t steps_run = 0;    // in this call
   std::int64_t total_steps = 0;  // where the run ends
-  std::int64_t global_batch = 0;
+  std::int64_t global_batch = 0;  // rows per optimizer step, all ranks and micro-batches
+  int accum_steps = 1;
   int classes = 0;
   std::vector<double> losses;      // mean loss of each log interval, all ranks
   double last_loss = 0;            // mean over the last log interval, all ranks

@@ -1,9 +1,12 @@
-// GradientReducer: bucket layout, reduced values, misuse, and that a bucket's
-// reduction is pushed, and starts, while backward is still computing.
+// GradientReducer: bucket layout (the small first bucket included), reduced
+// values, accumulation under NoSync, misuse, and that a bucket's reduction
+// is pushed, and starts, while backward is still computing.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -39,6 +42,30 @@ TEST(Reducer, BucketsFromTheLastParameterBackUnderTheCap) {
   EXPECT_EQ(r.describe(), "4 buckets: [1 param, 3.9 KiB] [1 param, 19.5 KiB] [2 params, 7.8 KiB] [1 param, 3.9 KiB]");
 }
 
+TEST(Reducer, TheFirstBucketHasASmallCapOfItsOwn) {
+  // 1000 f32 = 4000 bytes. A first cap of 4000 bytes takes one gradient,
+  // the 10000-byte cap after it two.
+  auto p = params_of({1000, 1000, 1000, 1000, 1000});
+  GradientReducer small_first(world(), p, {.bucket_mb = 10000 / kMiB, .first_bucket_mb = 4000 / kMiB});
+  EXPECT_EQ(small_first.describe(), "3 buckets: [1 param, 3.9 KiB] [2 params, 7.8 KiB] [2 params, 7.8 KiB]");
+  EXPECT_EQ(small_first.buckets()[0].params, std::vector<int>{4}) << "the gradient backward produces first";
+  // 0, or a first cap above the others', gives every bucket the same cap.
+  for (double first : {0.0, 1.0}) {
+    GradientReducer same(world(), p, {.bucket_mb = 10000 / kMiB, .first_bucket_mb = first});
+    EXPECT_EQ(same.describe(), "3 buckets: [2 params, 7.8 KiB] [2 params, 7.8 KiB] [1 param, 3.9 KiB]") << first;
+  }
+  // The defaults on the trainer's default model (64 -> 512 -> 512 -> 10,
+  // weight then bias per layer): the last two layers' small gradients fill
+  // the first 1 MiB bucket; the 1 MiB weight opens the second.
+  GradientReducer defaults(world(), params_of({64 * 512, 512, 512 * 512, 512, 512 * 10, 10}));
+  EXPECT_EQ(defaults.describe(), "2 buckets: [3 params, 22.0 KiB] [3 params, 1.1 MiB]");
+  GradientReducer one_bucket(world(), params_of({64 * 512, 512, 512 * 512, 512, 512 * 10, 10}),
+                             {.first_bucket_mb = 0});
+  EXPECT_EQ(one_bucket.describe(), "1 bucket: [6 params, 1.1 MiB]");
+  for (double bad : {-1.0, std::nan("")})
+    EXPECT_THROW(GradientReducer(world(), p, {.first_bucket_mb = bad}), ValueError) << bad;
+}
+
 TEST(Reducer, AveragesEveryGradientAcrossRanks) {
   const int rank = world().rank(), size = world().size();
   for (double cap : {25.0, 100 / kMiB}) {  // one bucket; a bucket per gradient or two
@@ -60,6 +87,130 @@ TEST(Reducer, AveragesEveryGradientAcrossRanks) {
       r.finish_step();
     }
   }
+}
+
+/// Micro-batch `k`'s gradient of parameter `i` on this rank: small whole
+/// numbers, so that sums and averages over 2 or 3 ranks are exact in f32.
+Tensor micro_gradient(const Tensor& param, int i, int k, int step) {
+  std::vector<float> g(static_cast<std::size_t>(param.numel()));
+  for (std::size_t j = 0; j < g.size(); ++j)
+    g[j] = static_cast<float>((world().rank() + 1) * (i + 1) * (k + 1) + step + static_cast<double>(j));
+  return from_vector(g);
+}
+
+TEST(Reducer, NoSyncAccumulatesAndTheNextMicroBatchReducesTheSum) {
+  const int size = world().size();
+  for (double cap : {25.0, 100 / kMiB}) {  // one bucket; a bucket per gradient or two
+    auto p = params_of({7, 1, 33, 20, 5, 64});
+    const int n = static_cast<int>(p.size());
+    GradientReducer r(world(), p, {.bucket_mb = cap});
+    for (int step = 0; step < 2; ++step) {  // the second step must not see the first one's sums
+      const int micro = 3;
+      for (int k = 0; k < micro; ++k) {
+        std::optional<GradientReducer::NoSync> local;
+        if (k + 1 < micro) local.emplace(r);
+        EXPECT_EQ(r.syncing(), k + 1 == micro);
+        for (int i = n - 1; i >= 0; --i) r.push_gradient(i, micro_gradient(p[static_cast<std::size_t>(i)], i, k, step));
+        if (k + 1 < micro) {
+          EXPECT_THROW(r.reduced(0), UsageError) << "accumulated, not reduced";
+          r.finish_step();
+          EXPECT_EQ(r.accumulated(), k + 1);
+        }
+      }
+      // The average across ranks of the sum over micro-batches k = 0, 1, 2:
+      // (rank + 1)(i + 1)(1 + 2 + 3) + 3 (step + j), averaged over ranks.
+      for (int i = 0; i < n; ++i) {
+        std::vector<float> got = r.reduced(i).to_vector<float>();
+        for (std::size_t j = 0; j < got.size(); ++j) {
+          const double want = (size + 1) / 2.0 * (i + 1) * 6 + 3.0 * (step + static_cast<double>(j));
+          ASSERT_EQ(got[j], static_cast<float>(want)) << "param " << i << " element " << j << " " << r.describe();
+        }
+      }
+      r.finish_step();
+      EXPECT_EQ(r.accumulated(), 0);
+    }
+  }
+}
+
+TEST(Reducer, NoSyncMicroBatchesPushNoCollective) {
+  if (world().size() == 1) GTEST_SKIP() << "one rank pushes no collective at all (OneRankPushesNothing); run on 2 or 3 ranks";
+  Engine& e = current_engine();
+  auto comm_ops = [&e] {
+    e.wait_all();
+    for (const StreamStat& s : e.stats().streams)
+      if (s.name == "cpu:0/comm") return s.ops;
+    return std::uint64_t{0};
+  };
+  auto p = params_of({7, 1, 33, 20, 5, 64});
+  const int n = static_cast<int>(p.size());
+  GradientReducer r(world(), p, {.bucket_mb = 100 / kMiB});
+  ASSERT_GT(r.buckets().size(), 2u) << r.describe();
+  auto micro_batch = [&](int k) {
+    for (int i = n - 1; i >= 0; --i) r.push_gradient(i, micro_gradient(p[static_cast<std::size_t>(i)], i, k, 0));
+  };
+  // A step without accumulation: what one reduction costs on the comm stream.
+  const std::uint64_t c0 = comm_ops();
+  micro_batch(0);
+  r.finish_step();
+  const std::uint64_t per_reduction = comm_ops() - c0;
+  ASSERT_GE(per_reduction, r.buckets().size()) << "an all-reduce per bucket at least";
+
+  e.set_tracing(true);
+  const std::uint64_t begin = e.pushed();
+  const std::uint64_t c1 = comm_ops();
+  for (int k = 0; k < 3; ++k) {
+    GradientReducer::NoSync local(r);
+    micro_batch(k);
+    r.finish_step();
+  }
+  const std::uint64_t during = comm_ops() - c1;
+  const std::uint64_t end = e.pushed();
+  micro_batch(3);
+  for (int i = 0; i < n; ++i) r.reduced(i).wait_to_read();
+  r.finish_step();
+  EXPECT_EQ(during, 0u) << "micro-batches under NoSync ran ops on the comm stream";
+  EXPECT_EQ(comm_ops() - c1, per_reduction) << "the micro-batch after them reduces once, as a plain step does";
+  e.set_tracing(false);
+  // By name on the timeline: all-reduces pushed under NoSync, and after.
+  std::size_t under = 0, after = 0;
+  for (const TraceEvent& ev : e.take_trace())
+    if (ev.push_index >= begin && std::string(ev.op) == "all_reduce") ++(ev.push_index < end ? under : after);
+  EXPECT_EQ(under, 0u) << "no all-reduce pushed under NoSync";
+  EXPECT_EQ(after, r.buckets().size()) << "one per bucket in the micro-batch that reduces";
+}
+
+TEST(Reducer, NoSyncMisuseIsAClearError) {
+  auto p = params_of({4, 4});
+  GradientReducer r(world(), p, {.bucket_mb = 25});
+  // A guard made in the middle of a micro-batch.
+  r.push_gradient(1, ones(Shape{4}));
+  {
+    auto local = r.no_sync();
+    EXPECT_THROW(r.push_gradient(0, ones(Shape{4})), UsageError);
+  }
+  r.push_gradient(0, ones(Shape{4}));
+  r.finish_step();
+  // A micro-batch under NoSync with a gradient missing: the sums so far
+  // are dropped, and the next step reduces its own gradients only.
+  {
+    auto local = r.no_sync();
+    r.push_gradient(1, full(Shape{4}, 5.0));
+    r.push_gradient(0, full(Shape{4}, 5.0));
+    r.finish_step();
+    r.push_gradient(1, full(Shape{4}, 7.0));
+    try {
+      r.finish_step();
+      FAIL() << "finish_step with a gradient missing must throw";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("accumulated so far are dropped"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(r.accumulated(), 0);
+  }
+  r.push_gradient(1, ones(Shape{4}));
+  r.push_gradient(0, ones(Shape{4}));
+  EXPECT_EQ(r.reduced(0).to_vector<float>(), std::vector<float>(4, 1.0f));
+  EXPECT_EQ(r.reduced(1).to_vector<float>(), std::vector<float>(4, 1.0f));
+  r.finish_step();
 }
 
 TEST(Reducer, MisuseIsAClearError) {

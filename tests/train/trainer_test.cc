@@ -1,7 +1,8 @@
 // The data-parallel trainer end to end, on 1 or more ranks: it learns, data
-// parallelism computes the same step as one rank with the global batch, a
-// resumed run matches an uninterrupted one, and bucket reductions overlap
-// backward on the engine's timeline.
+// parallelism computes the same step as one rank with the global batch, so
+// do accumulated micro-batches as one batch of their rows, a resumed run
+// matches an uninterrupted one, and bucket reductions overlap backward on
+// the engine's timeline.
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,6 +138,41 @@ void expect_data_parallel_matches_one_rank(Device device) {
 TEST(Trainer, DataParallelMatchesOneRankWithTheGlobalBatch) {
   if (world().size() < 2) GTEST_SKIP() << "needs at least 2 ranks";
   expect_data_parallel_matches_one_rank(cpu(0));
+}
+
+// Gradient accumulation: K micro-batches of B rows per rank give the same
+// parameters as one batch of K x B rows (f64, several buckets, SGD with
+// momentum), on this many ranks and on one rank with the whole global batch.
+TEST(Trainer, AccumulatedMicroBatchesMatchOneBatchOfTheirRows) {
+  TrainConfig whole = small_config();  // 64 rows per step, over the ranks
+  whole.dtype = DType::f64;
+  whole.max_steps = 12;
+  whole.log_every = 4;
+  whole.bucket_mb = 0.004;  // several buckets
+  TrainConfig micro = whole;
+  micro.accum_steps = 4;
+  micro.batch = whole.batch / 4;
+  ASSERT_EQ(micro.batch * 4, whole.batch);
+  TrainResult reference = run_training(world(), task(), whole);
+  TrainResult accumulated = run_training(world(), task(), micro);
+  EXPECT_EQ(accumulated.global_batch, reference.global_batch);
+  EXPECT_EQ(accumulated.steps_run, 12);
+  EXPECT_LT(max_rel_diff(reference.params, accumulated.params), 1e-9) << accumulated.buckets;
+  ASSERT_EQ(accumulated.losses.size(), reference.losses.size());
+  for (std::size_t i = 0; i < reference.losses.size(); ++i)
+    EXPECT_NEAR(accumulated.losses[i], reference.losses[i], 1e-9) << "log line " << i;
+  EXPECT_NEAR(accumulated.last_train_accuracy, reference.last_train_accuracy, 1e-12);
+  if (world().size() > 1) {
+    // One rank with the global batch, accumulated too.
+    auto one_rank = Communicator::local();
+    TrainConfig alone = micro;
+    alone.batch = micro.batch * world().size();
+    EXPECT_LT(max_rel_diff(reference.params, run_training(*one_rank, task(), alone).params), 1e-9);
+  }
+  // Not a vacuous match: the parameters moved away from their start.
+  TrainConfig frozen = whole;
+  frozen.lr = 0;
+  EXPECT_GT(max_rel_diff(run_training(world(), task(), frozen).params, reference.params), 1e-3);
 }
 
 TEST(Trainer, ResumeMatchesAnUninterruptedRun) {
@@ -354,7 +390,7 @@ TEST(Checkpoints, EveryFieldReadBackIsChecked) {
       {[n](CheckpointState& s) { s.tensors[n - 2].push_back(1); }, "has malformed interval sums"},
       {[](CheckpointState& s) { s.tensors[1][0] = std::nan(""); }, "holds NaN in the layer 0 biases"},
       {[](CheckpointState& s) { s.tensors[2].pop_back(); }, "values for the layer 1 weights"},
-      {[](CheckpointState& s) { s.names[0] = "w"; }, "has no '0.weight' (the layer 0 weights)"},
+      {[](CheckpointState& s) { s.names[0].assign(1, 'w'); }, "has no '0.weight' (the layer 0 weights)"},
       {[](CheckpointState& s) { s.fingerprint += "x"; }, "cannot be continued by this run: the training data differ"},
   };
   for (const auto& [change, want] : cases) {
@@ -499,6 +535,29 @@ TEST(Checkpoints, ResumeKnowsTheSameDataByAnotherPath) {
   EXPECT_EQ(run_training(world(), load_mnist(relative), more).first_step, 6) << relative;
 }
 
+// A checkpoint of an accumulating run resumes only with as many micro-batches.
+TEST(Trainer, AResumeMayChangeTheMicroBatches) {
+  SharedDir dir;
+  TrainConfig c = small_config();
+  c.accum_steps = 2;
+  c.batch /= 2;
+  c.max_steps = 4;
+  c.checkpoint_dir = dir.path;
+  run_training(world(), task(), c);
+  TrainConfig other = c;
+  other.resume = true;
+  other.max_steps = 6;
+  other.accum_steps = 1;
+  other.batch *= 2;  // the same global batch
+  // The same rows per step in one micro-batch: it continues (with a warning).
+  EXPECT_EQ(run_training(world(), task(), other).first_step, 4);
+  // And back to 2 micro-batches.
+  other.max_steps = 8;
+  other.accum_steps = 2;
+  other.batch = c.batch;
+  EXPECT_EQ(run_training(world(), task(), other).first_step, 6);
+}
+
 TEST(Trainer, BadConfigIsRefused) {
   TrainConfig c = small_config();
   c.optimizer = "lbfgs";
@@ -515,6 +574,15 @@ TEST(Trainer, BadConfigIsRefused) {
   c.checkpoint_dir = "unused";
   c.resume = true;
   EXPECT_THROW(run_training(world(), task(), c), ValueError) << "resume and overwrite contradict";
+  c = small_config();
+  c.accum_steps = 0;
+  EXPECT_THROW(run_training(world(), task(), c), ValueError) << "no micro-batch per step";
+  c = small_config();
+  c.first_bucket_mb = -1;
+  EXPECT_THROW(run_training(world(), task(), c), ValueError);
+  c = small_config();
+  c.accum_steps = 4096;  // 4096 x 64 rows: more than the training set
+  EXPECT_THROW(run_training(world(), task(), c), std::invalid_argument);
 }
 
 }  // namespace

@@ -6,12 +6,24 @@
 // tracking on the reduced gradient).
 //
 // Buckets are formed from the last parameter back, the order in which
-// backward produces gradients. A bucket of one gradient is reduced in place;
+// backward produces gradients. The first bucket has a small cap of its own
+// (1 MiB by default, as in PyTorch DDP): its gradients are the first ready,
+// and a small bucket starts reducing early, under most of backward, where a
+// big one would wait for gradients from deep in the model. A bucket of one gradient is reduced in place;
 // a bucket of several is packed into one flat buffer, reduced, and unpacked
 // into per-parameter tensors; pack, all-reduce and unpack all run on the comm
 // stream, so the compute stream never waits for communication. Host
 // parameters use cpu:0's comm stream and MPI; parameters on a GPU use that
 // GPU's comm stream and NCCL (pack and unpack are device-to-device copies).
+//
+// Gradient accumulation: a step of K micro-batches hands over every
+// gradient K times. Under a NoSync guard (reducer.no_sync(), for the first
+// K - 1 micro-batches) the reducer adds each gradient to a local sum and
+// pushes no collective; the next micro-batch outside the guard adds its
+// own gradient and reduces the sums, bucket by bucket as always. The
+// reducer sums: for the gradient of the mean loss over the K micro-batches
+// (what one batch K times larger gives), scale each micro-batch's loss, or
+// the gradient that starts its backward, by 1/K.
 //
 // Thread safety: like every op, call from the engine's frontend thread.
 #pragma once
@@ -32,6 +44,10 @@ struct ReducerOptions {
   /// loss over the global batch when every rank's loss is a mean over an
   /// equal share of it.
   ReduceOp op = ReduceOp::avg;
+  /// Cap of the first bucket in MiB (the last parameters', the first
+  /// gradients backward produces); it is never larger than bucket_mb.
+  /// 0: no cap of its own, every bucket under bucket_mb. Must be >= 0.
+  double first_bucket_mb = 1.0;
 };
 
 class GradientReducer {
@@ -54,23 +70,54 @@ class GradientReducer {
   static void broadcast(Communicator& comm, std::vector<Tensor>& tensors, int root = 0,
                         Loc loc = Loc::current());
 
-  /// Hands over parameter `i`'s gradient for this step. When it completes a
-  /// bucket, that bucket's reduction is pushed at once. Throws
-  /// tide::UsageError when `i` was already handed over this step, or
-  /// tide::ShapeError / DTypeError when `grad` does not match the parameter.
+  /// While one lives, the reducer accumulates: push_gradient adds each
+  /// gradient to the parameter's local sum (an add op, from the second
+  /// micro-batch on) and pushes no collective. Make one
+  /// before a micro-batch's first push_gradient and let it go after
+  /// finish_step(); guards nest. Not thread-safe (like the reducer).
+  class NoSync {
+   public:
+    explicit NoSync(GradientReducer& r) : reducer_(r), was_syncing_(r.syncing_) { r.syncing_ = false; }
+    ~NoSync() { reducer_.syncing_ = was_syncing_; }
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+
+   private:
+    GradientReducer& reducer_;
+    bool was_syncing_;
+  };
+  /// A NoSync guard for this reducer (PyTorch DDP's no_sync()).
+  [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
+  /// False while a NoSync guard lives.
+  bool syncing() const { return syncing_; }
+
+  /// Hands over parameter `i`'s gradient for this micro-batch. Outside a
+  /// NoSync guard, the sum of it and the gradients accumulated under one
+  /// is what gets reduced: when it completes a bucket, that bucket's
+  /// reduction is pushed at once. Throws tide::UsageError when `i` was
+  /// already handed over this micro-batch, or when a NoSync guard began or
+  /// ended after the micro-batch's first gradient; tide::ShapeError /
+  /// DTypeError when `grad` does not match the parameter. The reducer keeps
+  /// `grad` (it may reduce it in place): do not write to it afterwards.
   void push_gradient(int i, const Tensor& grad, Loc loc = Loc::current());
 
   /// The reduced gradient of parameter `i` (its values arrive when its
   /// bucket's reduction has run). Throws tide::UsageError before its bucket
-  /// has been pushed this step.
+  /// has been pushed this step, and during a micro-batch under NoSync.
   const Tensor& reduced(int i) const;
 
-  /// Ends the step; throws tide::UsageError naming the parameters whose
-  /// gradients never arrived (their buckets were not reduced).
+  /// Ends the micro-batch (a step, without accumulation); throws
+  /// tide::UsageError naming the parameters whose gradients never arrived
+  /// (their buckets were not reduced). After that error the reducer starts
+  /// afresh: the sums accumulated so far are dropped too.
   void finish_step();
 
+  /// Micro-batches accumulated under NoSync since the last reduction.
+  int accumulated() const { return accumulated_; }
+
   const std::vector<Bucket>& buckets() const { return buckets_; }
-  /// "3 buckets: [4 params, 41.0 KiB] [1 param, 4.0 MiB] ..."
+  /// "3 buckets: [4 params, 41.0 KiB] [1 param, 4.0 MiB] ...", the first
+  /// bucket first.
   std::string describe() const;
 
  private:
@@ -89,6 +136,11 @@ class GradientReducer {
   std::vector<Tensor> reduced_;       // per parameter
   std::vector<int> arrived_;          // per bucket, this step
   std::vector<bool> pushed_;          // per bucket, this step
+  std::vector<Tensor> sum_;           // per parameter: its gradients accumulated under NoSync
+  bool syncing_ = true;               // no NoSync guard lives
+  int handed_ = 0;                    // gradients handed over this micro-batch
+  bool micro_syncs_ = true;           // whether this micro-batch reduces (fixed by its first gradient)
+  int accumulated_ = 0;
 };
 
 }  // namespace tide
