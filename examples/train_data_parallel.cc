@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
                  "under nn.Sequential's names 0.weight, 0.bias, 2.weight, ...) and optimizer.safetensors");
   app.add_option("--checkpoint-every", c.checkpoint_every, "steps between checkpoints (0: every epoch)")
       ->capture_default_str()->check(at_least(0));
-  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint, if there is one (a changed --lr, --batch, --seed or "
+  app.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint, if there is one (a changed --lr, --batch, --accum-steps, --seed or "
                "--dtype is continued with a warning; another model, data or optimizer is refused)");
   app.add_flag("--overwrite", c.overwrite,
                "start over even though --checkpoint holds a checkpoint, replacing it at the first write "
