@@ -144,7 +144,10 @@ int main(int argc, char** argv) {
                  "of accum-steps x batch rows would, and steps, --max-steps, --log-every, --checkpoint-every and "
                  "samples/s count optimizer steps")
       ->capture_default_str()->check(at_least(1));
-  app.add_option("--epochs", c.epochs, "passes over the training set")->capture_default_str()->check(at_least(1));
+  app.add_option("--epochs", c.epochs,
+                 "passes over the training set (default: 2, or as many as --max-steps needs; given with --max-steps, "
+                 "the run ends at whichever comes first)")
+      ->check(at_least(1));
   app.add_option("--max-steps", c.max_steps, "stop after this many global (optimizer) steps (0: all epochs)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--lr", c.lr, "learning rate")->capture_default_str()->check(number_above(0, true));

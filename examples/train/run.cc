@@ -19,9 +19,9 @@ const TrainConfig& validated(const TrainConfig& cfg) {
 std::int64_t total_steps(const TrainConfig& cfg, std::int64_t steps_per_epoch, int ranks) {
   if (static_cast<double>(cfg.log_every) * static_cast<double>(cfg.batch) * cfg.accum_steps * ranks >= 2147483648.0)
     throw ValueError("train: log interval x global batch must stay below 2^31 (the correct-count is i32)");
-  std::int64_t total = steps_per_epoch * cfg.epochs;
-  if (cfg.max_steps > 0) total = std::min(total, cfg.max_steps);
-  return total;
+  if (cfg.epochs == 0) return cfg.max_steps > 0 ? cfg.max_steps : 2 * steps_per_epoch;
+  const std::int64_t total = steps_per_epoch * cfg.epochs;
+  return cfg.max_steps > 0 ? std::min(total, cfg.max_steps) : total;
 }
 
 /// The model for `data`'s features and classes, on cfg.device once the
@@ -86,6 +86,11 @@ Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const
     Tensor ok = comm.broadcast(full(Shape{}, metrics_ok, {DType::i32}), 0);
     if (ok.item<int>() == 0) throw std::runtime_error("--metrics " + cfg.metrics_path + ": cannot write it");
   }
+  // Both given, and the epochs end first: said, not silent.
+  if (rank == 0 && progress.out && cfg.epochs > 0 && cfg.max_steps > total)
+    *progress.out << "note: --epochs " << cfg.epochs << " ends the run after " << total << " steps (" << steps_per_epoch
+                  << " per epoch), before --max-steps " << cfg.max_steps
+                  << " (leave --epochs out to run every step asked for)\n";
   names = checkpoint_tensor_names(model.layers(), adam);
   keys = checkpoint_tensor_keys(model.layers(), adam);
 }

@@ -19,7 +19,7 @@ void TrainConfig::validate() const {
   if (batch < 1) bad("batch must be >= 1, got " + std::to_string(batch));
   if (accum_steps < 1) bad("accum_steps must be >= 1 (micro-batches per optimizer step), got " +
                            std::to_string(accum_steps));
-  if (epochs < 1) bad("epochs must be >= 1, got " + std::to_string(epochs));
+  if (epochs < 0) bad("epochs must be >= 1 (or 0: as many as max_steps needs), got " + std::to_string(epochs));
   if (max_steps < 0) bad("max_steps must be >= 0");
   if (optimizer != "sgd" && optimizer != "adam") bad("optimizer must be 'sgd' or 'adam', got '" + optimizer + "'");
   if (!(lr >= 0) || !std::isfinite(lr)) bad("lr must be a finite number >= 0");

@@ -25,7 +25,10 @@ struct TrainConfig {
   /// batch rows would. Steps, max_steps, log_every, checkpoint_every, the
   /// sampler and samples/s all count optimizer steps and their rows.
   int accum_steps = 1;
-  int epochs = 2;
+  /// Passes over the training set; 0: as many as max_steps needs, or 2
+  /// without max_steps. Given with max_steps, the run ends at whichever
+  /// comes first (the progress output says so when the epochs end it).
+  int epochs = 0;
   std::int64_t max_steps = 0;  // stop after this many global (optimizer) steps (0: every epoch)
   std::string optimizer = "sgd";  // "sgd" (with momentum) or "adam"
   double lr = 0.05;
