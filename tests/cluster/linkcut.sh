@@ -43,7 +43,6 @@ args=(--max-steps "$steps" --epochs 1000 "${model_args[@]}" --progress lines --l
 rm -rf "$work"
 mkdir -p "$work"
 
-field() { sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}.*/\1/p" "$1" | head -1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # node2's processes but Slurm's daemons (scripts/slurm.sh may run one there).
@@ -58,12 +57,7 @@ node_pids() {
 trap '"$cluster" link node2 up >/dev/null 2>&1 || true' EXIT
 
 export TIDE_COMM_TIMEOUT=$cut_timeout
-run -np 2 -H node1:1,node2:1 "$prog" "${args[@]}" --checkpoint "$work/ref" --json "$work/ref.json" >"$work/ref.log" 2>&1 ||
-  fail "the uninterrupted run failed (status $?): $(tail -5 "$work/ref.log")"
-ref_loss=$(field "$work/ref.json" final_loss)
-ref_digest=$(field "$work/ref.json" params_digest)
-[ -n "$ref_loss" ] && [ -n "$ref_digest" ] || fail "no final_loss or params_digest in $work/ref.json"
-echo "uninterrupted: final loss $ref_loss, parameters $ref_digest"
+reference_run
 
 # The run to cut. Its output goes to files, not a pipe: the daemon on the cut
 # node keeps its end of mpirun's output open until the link comes back.

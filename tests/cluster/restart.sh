@@ -18,14 +18,8 @@ args=(--max-steps "$steps" --epochs 1000 --hidden 64 --dtype f64 --progress line
   --checkpoint-every "$every")
 rm -rf "$work"
 mkdir -p "$work"
-field() { sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}.*/\1/p" "$1" | head -1; }
 
-run -np 2 -H node1:1,node2:1 "$prog" "${args[@]}" --checkpoint "$work/ref" --json "$work/ref.json" >"$work/ref.log" 2>&1 ||
-  fail "the uninterrupted run failed (status $?): $(tail -5 "$work/ref.log")"
-ref_loss=$(field "$work/ref.json" final_loss)
-ref_digest=$(field "$work/ref.json" params_digest)
-[ -n "$ref_loss" ] && [ -n "$ref_digest" ] || fail "no final_loss or params_digest in $work/ref.json"
-echo "uninterrupted: final loss $ref_loss, parameters $ref_digest"
+reference_run
 
 export TIDE_TEST_KILL_AFTER=$work/job/checkpoint.safetensors TIDE_TEST_KILL_RANK=1
 status=0

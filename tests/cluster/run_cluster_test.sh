@@ -52,6 +52,20 @@ run() {
   timeout "$limit" "${launch[@]}" "$@"
 }
 
+# A field of the trainer's --json file.
+field() { sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}.*/\1/p" "$1" | head -1; }
+# The trainer on 2 nodes x 1 rank, uninterrupted, with args[@] and a
+# checkpoint in $work/ref: its final loss and parameter digest in ref_loss
+# and ref_digest, the runs a restart or resume must end at.
+reference_run() {
+  run -np 2 -H node1:1,node2:1 "$prog" "${args[@]}" --checkpoint "$work/ref" --json "$work/ref.json" >"$work/ref.log" 2>&1 ||
+    fail "the uninterrupted run failed (status $?): $(tail -5 "$work/ref.log")"
+  ref_loss=$(field "$work/ref.json" final_loss)
+  ref_digest=$(field "$work/ref.json" params_digest)
+  [ -n "$ref_loss" ] && [ -n "$ref_digest" ] || fail "no final_loss or params_digest in $work/ref.json"
+  echo "uninterrupted: final loss $ref_loss, parameters $ref_digest"
+}
+
 case "$mode" in
   collectives)
     run -np 4 -H node1:2,node2:2 "$prog" || fail "the collective tests failed across 2 nodes (status $?)"
