@@ -135,14 +135,20 @@ SavedTensors read_part(const std::string& path, std::int64_t& step) {
 
 std::string checkpoint_path(const std::string& dir) { return dir + "/checkpoint.safetensors"; }
 std::string optimizer_path(const std::string& dir) { return dir + "/optimizer.safetensors"; }
+std::string previous_optimizer_path(const std::string& dir) { return dir + "/optimizer.previous.safetensors"; }
 std::string old_checkpoint_path(const std::string& dir) { return dir + "/checkpoint.tide"; }
 
 void write_checkpoint(const std::string& dir, const CheckpointState& s) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) fail("cannot create", dir, errno);
   const std::size_t split = std::min(s.model_tensors, s.tensors.size());
-  // The optimizer's first: a write killed between the two leaves a model
-  // file of the step before, which a resume finds out of step with it.
-  write_part(optimizer_path(dir), s, split, s.tensors.size());
+  // The optimizer's first, the one it replaces kept aside (a rename): a
+  // write killed at any point leaves the model file of one step and an
+  // optimizer file of that step, as optimizer.safetensors or beside it as
+  // the previous one, which read_checkpoint takes then.
+  const std::string opt = optimizer_path(dir);
+  if (std::filesystem::exists(opt) && std::rename(opt.c_str(), previous_optimizer_path(dir).c_str()) != 0)
+    fail("cannot keep the previous optimizer file", opt, errno);
+  write_part(opt, s, split, s.tensors.size());
   write_part(checkpoint_path(dir), s, 0, split);
 }
 
@@ -194,21 +200,36 @@ std::optional<CheckpointState> read_checkpoint(const std::string& dir, const std
   }
   if (S_ISDIR(st.st_mode))
     throw std::runtime_error("cannot read the checkpoint " + path + ": it is a directory, not a file");
-  const std::string opt_path = optimizer_path(dir);
-  if (!std::filesystem::exists(opt_path))
+  CheckpointState s;
+  SavedTensors model = read_part(path, s.step);
+  s.fingerprint = model.metadata.at("fingerprint");
+  // The optimizer file of the model's step: optimizer.safetensors, or the
+  // previous one when a write was killed after replacing that.
+  const std::string opt_path = optimizer_path(dir), prev_path = previous_optimizer_path(dir);
+  auto matches = [&](const SavedTensors& f, std::int64_t step) {
+    return step == s.step && f.metadata.at("fingerprint") == s.fingerprint;
+  };
+  std::optional<SavedTensors> found;
+  std::int64_t opt_step = 0;
+  const bool have_opt = std::filesystem::exists(opt_path);
+  if (have_opt) {
+    SavedTensors f = read_part(opt_path, opt_step);
+    if (matches(f, opt_step)) found = std::move(f);
+  }
+  if (!found && std::filesystem::exists(prev_path)) {
+    std::int64_t prev_step = 0;
+    SavedTensors f = read_part(prev_path, prev_step);
+    if (matches(f, prev_step)) found = std::move(f);
+  }
+  if (!found && !have_opt)
     throw std::runtime_error(path + " has no optimizer.safetensors beside it: the checkpoint is incomplete (resume "
                              "needs both files; start over with --overwrite)");
-  CheckpointState s;
-  std::int64_t opt_step = 0;
-  SavedTensors model = read_part(path, s.step);
-  SavedTensors opt = read_part(opt_path, opt_step);
-  s.fingerprint = model.metadata.at("fingerprint");
-  if (opt_step != s.step || opt.metadata.at("fingerprint") != s.fingerprint)
+  if (!found)
     throw std::runtime_error(path + " is at step " + std::to_string(s.step) + " but " + opt_path + " at step " +
-                             std::to_string(opt_step) +
-                             (opt_step == s.step ? " of another run" : "") +
-                             ": a checkpoint write was interrupted between the two files; start over with "
-                             "--overwrite, or put back a matching pair");
+                             std::to_string(opt_step) + (opt_step == s.step ? " of another run" : "") +
+                             ", and no previous optimizer file matches it: start over with --overwrite, or put back "
+                             "a matching pair");
+  SavedTensors& opt = *found;
   s.model_tensors = model.tensors.size();
   std::map<std::string, Tensor> all = std::move(model.tensors);
   for (auto& [name, t] : opt.tensors)

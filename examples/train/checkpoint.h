@@ -40,6 +40,9 @@ struct CheckpointState {
 std::string checkpoint_path(const std::string& dir);
 /// DIR/optimizer.safetensors: the optimizer's state and the log interval.
 std::string optimizer_path(const std::string& dir);
+/// DIR/optimizer.previous.safetensors: the optimizer file of the checkpoint
+/// before, kept so that a write killed between the two files leaves a pair.
+std::string previous_optimizer_path(const std::string& dir);
 /// DIR/checkpoint.tide: where the earliest format (raw f64, no names) was.
 std::string old_checkpoint_path(const std::string& dir);
 

@@ -255,11 +255,13 @@ TEST(Checkpoint, RoundTripsInTwoFilesAndRejectsDamage) {
   // Keys asked for in another order come in that order; one missing is "".
   back = read_checkpoint(dir, {"log.first_step", "nope", "0.weight"});
   EXPECT_EQ(back->names, (std::vector<std::string>{"log.first_step", "", "0.weight", "0.bias", "empty"}));
-  // Overwriting leaves the two files and no temporaries.
+  // Overwriting leaves the two files, the optimizer file before them and no
+  // temporaries.
   s.step = 43;
   write_checkpoint(dir, s);
   EXPECT_EQ(read_checkpoint(dir, s.names)->step, 43);
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 2);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}), 3);
+  EXPECT_TRUE(fs::exists(previous_optimizer_path(dir)));
   auto message = [&] { return read_error(dir, s.names); };
   // A flipped byte among the values is caught by the checksum.
   for (const std::string& p : {path, opt}) {
@@ -300,6 +302,20 @@ TEST(Checkpoint, RoundTripsInTwoFilesAndRejectsDamage) {
   EXPECT_NE(message().find(path + " is at step 44 but " + opt + " at step 43"), std::string::npos) << message();
   fs::remove(opt);
   EXPECT_NE(message().find("has no optimizer.safetensors beside it"), std::string::npos) << message();
+  // A write killed between the two files (the model of step 45 not yet in
+  // place): the model of 44 with the optimizer file kept aside, of 44.
+  write_checkpoint(dir, s);
+  const std::string model44 = file_text(path);
+  s.step = 45;
+  write_checkpoint(dir, s);
+  std::ofstream(path, std::ios::binary) << model44;
+  EXPECT_EQ(read_checkpoint(dir, s.names)->step, 44) << message();
+  // Killed after the optimizer file was set aside, before the new one.
+  fs::remove(opt);
+  EXPECT_EQ(read_checkpoint(dir, s.names)->step, 44) << message();
+  // The next write goes on from there.
+  write_checkpoint(dir, s);
+  EXPECT_EQ(read_checkpoint(dir, s.names)->step, 45);
 }
 
 TEST(Checkpoint, AFileNotTidesOrOfTheEarlierVersionIsRefused) {
