@@ -29,7 +29,9 @@ namespace {
 std::string temporary_path(const std::string& path) {
   std::string tmp = path;  // appended piece by piece: GCC 12's -Wrestrict misfires on a + b + c here
   tmp += ".tmp.";
-  tmp += std::to_string(::getpid());
+  // The writing thread's id (the process id in the main thread): two
+  // threads saving the same path must not share a temporary.
+  tmp += std::to_string(::gettid());
   return tmp;
 }
 

@@ -7,7 +7,7 @@
 
 namespace tide::detail {
 
-/// Writes `bytes` to PATH.tmp.PID, fsyncs it, renames it over `path` and
+/// Writes `bytes` to PATH.tmp.TID (the writing thread's id), fsyncs it, renames it over `path` and
 /// fsyncs the directory (the rename is durable only then). Throws
 /// tide::FileError naming the file, the step and the errno text; the
 /// temporary file is removed on failure. `who` starts the message

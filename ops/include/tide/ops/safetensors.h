@@ -29,7 +29,7 @@ struct SavedTensors {
 };
 
 /// Writes `tensors` (by name; their bytes in name order) and `metadata` to
-/// `path` atomically: to PATH.tmp.PID first, fsync'd, renamed over `path`,
+/// `path` atomically: to PATH.tmp.TID first (the writing thread's id), fsync'd, renamed over `path`,
 /// then the directory fsync'd, so a crash leaves the old file or the new
 /// one, never a part of either. The directory must exist.
 ///
