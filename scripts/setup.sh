@@ -15,7 +15,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake libopenblas-dev libgtest-dev libopenmpi-dev openmpi-bin libcli11-dev iproute2 python3
-  python3-dev pybind11-dev python3-numpy python3-pytest python3-pip tmux nlohmann-json3-dev)
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-pip python3-venv tmux nlohmann-json3-dev)
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(gnuplot-nox jq) ;;

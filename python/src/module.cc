@@ -87,6 +87,7 @@ PYBIND11_MODULE(_tide, m) {
   using namespace tide;
   using namespace tide::python;
   m.doc() = "tide: an asynchronous execution engine (C++ backend, this frontend pushes ops and waits at barriers)";
+  m.attr("__version__") = TIDE_VERSION;
   register_errors(m);
 
   // Stats as the C++ struct has it, read-only, field for field (busy_ns, the

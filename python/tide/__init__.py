@@ -11,19 +11,20 @@ and blockers (Tensor.item, Tensor.numpy, repr).
         ...
     tide.wait_all()
 """
-import atexit
-import os
-import sys
+import atexit as _atexit
+import os as _os
+import sys as _sys
 
 # Open MPI's components are shared objects that expect libmpi's symbols to
 # be global: load the extension (and the libmpi it links) with RTLD_GLOBAL.
-_flags = sys.getdlopenflags()
-sys.setdlopenflags(_flags | os.RTLD_GLOBAL)
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | _os.RTLD_GLOBAL)
 try:
     from ._tide import *  # noqa: F401,F403
+    from ._tide import __version__  # noqa: F401
     from ._tide import shutdown as _shutdown
 finally:
-    sys.setdlopenflags(_flags)
+    _sys.setdlopenflags(_flags)
 
 # Finish queued work and MPI before the interpreter tears modules down.
-atexit.register(_shutdown)
+_atexit.register(_shutdown)

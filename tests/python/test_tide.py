@@ -404,3 +404,14 @@ def test_call_sites_are_the_python_lines():
     read_at = inspect.currentframe().f_lineno - 1
     assert f"test_tide.py:{pushed_at} (test_call_sites_are_the_python_lines)" in str(e.value), str(e.value)
     assert f"test_tide.py:{read_at}" in str(RT.stats()), str(RT.stats())
+
+
+def test_version_and_no_stray_names():
+    # The version the build reports (CMakeLists.txt's project()), and nothing
+    # of the package's own imports among its public names.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "CMakeLists.txt")) as f:
+        want = next(line.split("VERSION")[1].split()[0] for line in f if line.startswith("project(tide"))
+    assert tide.__version__ == want
+    public = {n for n in dir(tide) if not n.startswith("_")}
+    assert not public & {"os", "sys", "atexit"}, public & {"os", "sys", "atexit"}
