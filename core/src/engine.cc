@@ -411,8 +411,27 @@ std::string Stats::str() const {
   return os.str();
 }
 
+namespace {
+std::atomic<EngineFallback> g_fallback{nullptr};
+thread_local bool t_in_fallback = false;
+}  // namespace
+
+void set_engine_fallback(EngineFallback f) { g_fallback.store(f, std::memory_order_release); }
+
 Engine& current_engine() {
   Engine* e = g_current.load(std::memory_order_acquire);
+  if (!e && !t_in_fallback) {
+    if (EngineFallback f = g_fallback.load(std::memory_order_acquire)) {
+      t_in_fallback = true;
+      try {
+        e = f();
+      } catch (...) {
+        t_in_fallback = false;
+        throw;
+      }
+      t_in_fallback = false;
+    }
+  }
   if (!e)
     throw UsageError("no active tide engine: create a tide::Runtime (or an Engine and an "
                      "EngineScope) before calling ops");

@@ -27,9 +27,31 @@ std::unique_ptr<Runtime>& runtime_slot() {
   return *slot;
 }
 
+/// Whether tide.shutdown() ran (no runtime is made after it), and whether
+/// the runtime was made by a first use rather than tide.init().
+bool g_shut_down = false;
+bool g_started_on_first_use = false;
+
+/// A script that never calls tide.init() gets the runtime tide.init() would
+/// make, at its first op, as `import torch` needs no set-up: a world of one
+/// rank, or the launcher's world under mpirun, tiderun or srun. The engine
+/// fallback of current_engine() (core), and runtime() below.
+Engine* start_on_first_use() {
+  auto& slot = runtime_slot();
+  if (!slot && !g_shut_down) {
+    std::string name = "python";
+    char* argv[] = {name.data(), nullptr};
+    int argc = 1;
+    slot = Runtime::init(argc, argv);
+    g_started_on_first_use = true;
+  }
+  return current_engine_or_null();
+}
+
 Runtime& runtime() {
   auto& rt = runtime_slot();
-  if (!rt) throw UsageError("tide: no runtime: call tide.init() first");
+  if (!rt && !g_shut_down) start_on_first_use();
+  if (!rt) throw UsageError("tide: no runtime: tide.shutdown() ended it");
   return *rt;
 }
 
@@ -88,6 +110,7 @@ PYBIND11_MODULE(_tide, m) {
   using namespace tide::python;
   m.doc() = "tide: an asynchronous execution engine (C++ backend, this frontend pushes ops and waits at barriers)";
   m.attr("__version__") = TIDE_VERSION;
+  set_engine_fallback(&start_on_first_use);
   register_errors(m);
 
   // Stats as the C++ struct has it, read-only, field for field (busy_ns, the
@@ -186,7 +209,12 @@ PYBIND11_MODULE(_tide, m) {
       "init",
       [](std::vector<std::string> argv) {
         auto& slot = runtime_slot();
+        if (slot && g_started_on_first_use && argv == std::vector<std::string>{"python"}) return RuntimeHandle{};
+        if (slot && g_started_on_first_use)
+          throw UsageError("tide.init(): the first op already started the runtime (one per process): call "
+                           "tide.init(argv) before any op to pass arguments");
         if (slot) throw UsageError("tide.init(): the runtime is already initialised (one per process)");
+        if (g_shut_down) throw UsageError("tide.init(): tide.shutdown() ended the runtime (one per process)");
         std::vector<char*> ptrs;
         for (auto& a : argv) ptrs.push_back(a.data());
         ptrs.push_back(nullptr);
@@ -195,7 +223,8 @@ PYBIND11_MODULE(_tide, m) {
         return RuntimeHandle{};
       },
       py::arg("argv") = std::vector<std::string>{"python"},
-      "starts the runtime: MPI under a launcher (mpirun, tiderun, srun), a world of one rank otherwise");
+      "starts the runtime: MPI under a launcher (mpirun, tiderun, srun), a world of one rank otherwise; "
+      "without it the first op starts the same runtime");
   m.def("runtime", [] { (void)runtime(); return RuntimeHandle{}; }, "the runtime tide.init() made");
   m.def("initialized", [] { return current_runtime() != nullptr; });
   m.def("python_call_sites", [] { return true; },
@@ -203,6 +232,7 @@ PYBIND11_MODULE(_tide, m) {
   m.def(
       "shutdown",
       [] {
+        g_shut_down = true;
         py::gil_scoped_release nogil;
         runtime_slot().reset();
       },

@@ -4,6 +4,7 @@ and blockers (Tensor.item, Tensor.numpy, repr).
 
     import tide
     rt = tide.init()              # MPI under a launcher, one rank otherwise
+                                  # (left out, the first op does the same)
     x = tide.ones([1, 2])
     z = x * x + 2                 # returns at once
     print(z)                      # a blocker: waits for z only

@@ -63,6 +63,46 @@ TEST(BadInput, NoCurrentEngine) {
   EXPECT_THROW(Tensor::empty({2}, DType::f32), UsageError);
 }
 
+// The fallback asked when no engine is active (the Python module's first
+// use): its engine is the current one; one that makes none leaves the
+// error; one that asks for the engine itself is not re-entered.
+namespace fallback_test {
+std::unique_ptr<EngineFixture> made;
+int calls = 0;
+Engine* make_one() {
+  ++calls;
+  made = std::make_unique<EngineFixture>();
+  return made->engine.get();
+}
+Engine* make_none() {
+  ++calls;
+  return nullptr;
+}
+Engine* ask_again() {
+  ++calls;
+  return &current_engine();  // no engine: throws, without a second call here
+}
+}  // namespace fallback_test
+
+TEST(BadInput, TheEngineFallbackIsAskedWhenNoEngineIsActive) {
+  namespace ft = fallback_test;
+  ASSERT_EQ(current_engine_or_null(), nullptr);
+  set_engine_fallback(&ft::make_none);
+  EXPECT_THROW(current_engine(), UsageError);
+  EXPECT_EQ(ft::calls, 1);
+  set_engine_fallback(&ft::ask_again);
+  EXPECT_THROW(current_engine(), UsageError);
+  EXPECT_EQ(ft::calls, 2) << "not re-entered";
+  set_engine_fallback(&ft::make_one);
+  EXPECT_EQ(Tensor::empty({2}, DType::f32).to_vector<float>().size(), 2u);
+  EXPECT_EQ(ft::calls, 3);
+  EXPECT_EQ(&current_engine(), ft::made->engine.get());
+  EXPECT_EQ(ft::calls, 3) << "asked only while no engine is active";
+  set_engine_fallback(nullptr);
+  ft::made.reset();
+  EXPECT_THROW(current_engine(), UsageError);
+}
+
 TEST(BadInput, TensorOfADestroyedEngine) {
   Tensor t;
   {

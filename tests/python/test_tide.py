@@ -415,3 +415,36 @@ def test_version_and_no_stray_names():
     assert tide.__version__ == want
     public = {n for n in dir(tide) if not n.startswith("_")}
     assert not public & {"os", "sys", "atexit"}, public & {"os", "sys", "atexit"}
+
+
+def test_the_first_op_starts_the_runtime_without_init():
+    # As `import torch` needs no set-up: a world of one; tide.init() after it
+    # hands back that runtime, and with arguments says it is too late.
+    r = run_python("""
+        import tide
+        print("initialized", tide.initialized())
+        print("values", (tide.ones([2]) + 1).numpy().tolist())
+        rt = tide.init()
+        print("rank", rt.rank, "of", rt.size, tide.initialized())
+        try:
+            tide.init(["python", "--x"])
+        except tide.UsageError as e:
+            print("UsageError:", e)
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "initialized False" in r.stdout and "values [2.0, 2.0]" in r.stdout, r.stdout + r.stderr
+    assert "rank 0 of 1 True" in r.stdout, r.stdout + r.stderr
+    assert "UsageError: tide.init(): the first op already started the runtime" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_first_collective_joins_the_launchers_world_without_init():
+    mpirun = [os.environ.get("TIDE_TEST_MPIEXEC", "mpirun"), "--oversubscribe", "-np", "2"]
+    env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    r = run_python("""
+        import sys, tide
+        s = tide.all_reduce(tide.ones([1])).item()
+        rt = tide.runtime()
+        sys.stdout.write("rank %d of %d sum %.1f\\n" % (rt.rank, rt.size, s))
+    """, env, mpirun)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count(" of 2 sum 2.0") == 2, r.stdout + r.stderr

@@ -237,9 +237,16 @@ class Engine {
 };
 
 /// The engine ops use by default: the innermost live EngineScope (a Runtime
-/// holds one). Throws tide::UsageError when there is none.
+/// holds one). With none, the fallback below is asked once per call (the
+/// Python module makes a runtime on first use there); throws
+/// tide::UsageError when there is still none.
 Engine& current_engine();
 Engine* current_engine_or_null();
+/// What current_engine() calls when no engine is active: it may make one
+/// current (and return it) or return null. nullptr: none (the default).
+/// Called on the thread that asked, not re-entered.
+using EngineFallback = Engine* (*)();
+void set_engine_fallback(EngineFallback f);
 
 /// Makes `e` the current engine for its lifetime (scopes nest).
 class EngineScope {
