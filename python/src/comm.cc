@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <vector>
 
 #include <tide/comm/reducer.h>
@@ -14,6 +15,26 @@
 namespace py = pybind11;
 
 namespace tide::python {
+
+namespace {
+
+/// `with reducer.no_sync():` (GradientReducer::NoSync for the block); the
+/// reducer is kept alive by the Python object held here.
+class PyNoSync {
+ public:
+  explicit PyNoSync(py::object reducer) : reducer_(std::move(reducer)) {}
+  void enter() {
+    if (guard_) throw UsageError("GradientReducer.no_sync(): this guard is already entered");
+    guard_ = std::make_unique<GradientReducer::NoSync>(reducer_.cast<GradientReducer&>());
+  }
+  void exit() { guard_.reset(); }
+
+ private:
+  py::object reducer_;
+  std::unique_ptr<GradientReducer::NoSync> guard_;
+};
+
+}  // namespace
 
 void bind_comm(py::module_& m) {
   py::enum_<ReduceOp>(m, "ReduceOp")
@@ -35,12 +56,23 @@ void bind_comm(py::module_& m) {
   m.def("all_gather", [world](const Tensor& t) { return world().all_gather(t, here()); }, py::arg("tensor"));
   m.def("check_sync", [world] { world().check_sync(here()); },
         "pushes a check that every rank pushed the same collectives so far");
+  py::class_<PyNoSync>(m, "NoSync", "with reducer.no_sync(): micro-batches whose gradients are summed, not reduced")
+      .def("__enter__", [](PyNoSync& g) { g.enter(); })
+      .def("__exit__", [](PyNoSync& g, const py::args&) { g.exit(); });
   py::class_<GradientReducer>(m, "GradientReducer")
-      .def(py::init([world](const std::vector<Tensor>& params, double bucket_mb, ReduceOp op) {
-             return new GradientReducer(world(), params, ReducerOptions{bucket_mb, op}, here());
+      .def(py::init([world](const std::vector<Tensor>& params, double bucket_mb, ReduceOp op, double first_bucket_mb) {
+             return new GradientReducer(world(), params, ReducerOptions{bucket_mb, op, first_bucket_mb}, here());
            }),
            py::arg("params"), py::arg("bucket_mb") = 25.0, py::arg("op") = ReduceOp::avg,
-           "buckets of gradients reduced across ranks while backward still computes")
+           py::arg("first_bucket_mb") = 1.0,
+           "buckets of gradients reduced across ranks while backward still computes (the first, of the last "
+           "parameters, under first_bucket_mb; 0: every bucket under bucket_mb)")
+      .def(
+          "no_sync", [](py::object self) { return PyNoSync(self); },
+          "a context manager, as DDP's: its micro-batches sum their gradients on this rank and push no "
+          "collective; the next micro-batch outside it reduces the sums")
+      .def_property_readonly("syncing", &GradientReducer::syncing)
+      .def_property_readonly("accumulated", &GradientReducer::accumulated)
       .def("push_gradient", [](GradientReducer& r, int i, const Tensor& g) { r.push_gradient(i, g, here()); },
            py::arg("index"), py::arg("grad"))
       .def("reduced", &GradientReducer::reduced, py::arg("index"), py::return_value_policy::copy)

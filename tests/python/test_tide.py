@@ -448,3 +448,26 @@ def test_the_first_collective_joins_the_launchers_world_without_init():
     """, env, mpirun)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count(" of 2 sum 2.0") == 2, r.stdout + r.stderr
+
+
+def test_reducer_no_sync_accumulates_micro_batches():
+    # Two micro-batches under no_sync sum on the rank; the third, outside
+    # it, reduces the sum of all three (avg over one rank: the sum itself).
+    r = tide.GradientReducer([tide.zeros([3]), tide.zeros([2])], first_bucket_mb=0)
+
+    def push(g0, g1):
+        r.push_gradient(1, tide.from_numpy(np.array(g1, np.float32)))
+        r.push_gradient(0, tide.from_numpy(np.array(g0, np.float32)))
+
+    for k, (g0, g1) in enumerate([([1.0, 2.0, 3.0], [1.0, 1.0]), ([10.0, 20.0, 30.0], [2.0, 2.0])]):
+        with r.no_sync():  # the micro-batch ends (finish_step) under the guard
+            assert not r.syncing
+            push(g0, g1)
+            r.finish_step()
+        assert r.accumulated == k + 1
+    assert r.syncing
+    push([100.0, 200.0, 300.0], [4.0, 4.0])
+    assert r.reduced(0).numpy().tolist() == [111.0, 222.0, 333.0]
+    assert r.reduced(1).numpy().tolist() == [7.0, 7.0]
+    r.finish_step()
+    assert r.accumulated == 0
