@@ -139,12 +139,5 @@ if ! resume; then
   sleep 3
   resume || fail "the resumed run failed (status $?): $(tail -5 "$work/resumed.log")"
 fi
-from=$(sed -n 's/^resuming from .* at step \([0-9]*\).*/\1/p' "$work/resumed.log" | head -1)
-[ -n "$from" ] && [ "$from" -gt 0 ] && [ "$from" -lt "$steps" ] ||
-  fail "the resumed run did not start from a checkpoint inside the run: $(head -3 "$work/resumed.log")"
-loss=$(field "$work/resumed.json" final_loss)
-digest=$(field "$work/resumed.json" params_digest)
-echo "resumed at step $from: final loss $loss, parameters $digest"
-[ "$loss" = "$ref_loss" ] || fail "final loss $loss after the resume, $ref_loss uninterrupted"
-[ "$digest" = "$ref_digest" ] || fail "final parameters differ: $digest after the resume, $ref_digest uninterrupted"
+check_resumed "$work/resumed.log" "$work/resumed.json" resume
 echo "OK ($model model): link cut at step >= $every: both ranks timed out, mpirun exited ($status); resumed from step $from to the same parameters"

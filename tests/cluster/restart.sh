@@ -34,12 +34,5 @@ said=$(grep -E '^tiderun: the job failed \(.*\); restart 1 of 1$' "$work/job.log
 echo "$said" | grep -qE 'rank 1 (on node2 was ended by signal 9|exited with status 137)' ||
   fail "the restart line does not name rank 1's death: $said"
 [ "$(grep -c '^tiderun: the job failed' "$work/job.log")" -eq 1 ] || fail "more than one restart"
-from=$(sed -n 's/^resuming from .* at step \([0-9]*\).*/\1/p' "$work/job.log" | head -1)
-[ -n "$from" ] && [ "$from" -gt 0 ] && [ "$from" -lt "$steps" ] ||
-  fail "the second attempt did not resume from a checkpoint inside the run"
-loss=$(field "$work/job.json" final_loss)
-digest=$(field "$work/job.json" params_digest)
-echo "restarted, resumed at step $from: final loss $loss, parameters $digest"
-[ "$loss" = "$ref_loss" ] || fail "final loss $loss after the restart, $ref_loss uninterrupted"
-[ "$digest" = "$ref_digest" ] || fail "final parameters differ: $digest after the restart, $ref_digest uninterrupted"
+check_resumed "$work/job.log" "$work/job.json" restart
 echo "OK: rank 1 killed after step $every, the job restarted once, resumed from step $from to the same parameters"

@@ -65,6 +65,20 @@ reference_run() {
   [ -n "$ref_loss" ] && [ -n "$ref_digest" ] || fail "no final_loss or params_digest in $work/ref.json"
   echo "uninterrupted: final loss $ref_loss, parameters $ref_digest"
 }
+# A run that went on from a checkpoint (LOG, JSON; WHAT: "restart" or
+# "resume"): it resumed inside the run ($steps steps), its step in `from`,
+# and ended at the reference run's loss and parameters, bit for bit.
+check_resumed() {
+  local log=$1 json=$2 what=$3 loss digest
+  from=$(sed -n 's/^resuming from .* at step \([0-9]*\).*/\1/p' "$log" | head -1)
+  [ -n "$from" ] && [ "$from" -gt 0 ] && [ "$from" -lt "$steps" ] ||
+    fail "the run after the $what did not start from a checkpoint inside the run: $(head -3 "$log")"
+  loss=$(field "$json" final_loss)
+  digest=$(field "$json" params_digest)
+  echo "after the $what, resumed at step $from: final loss $loss, parameters $digest"
+  [ "$loss" = "$ref_loss" ] || fail "final loss $loss after the $what, $ref_loss uninterrupted"
+  [ "$digest" = "$ref_digest" ] || fail "final parameters differ: $digest after the $what, $ref_digest uninterrupted"
+}
 
 case "$mode" in
   collectives)
