@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "broadcast_map.h"
 #include "kernels.h"
 #include "op_util.h"
 
@@ -25,30 +26,62 @@ constexpr int slot(UnaryOp op) { return static_cast<int>(op); }
 // The op is a template argument and the helpers are forced inline, so each
 // public function is one straight push path with its table slot fixed.
 
-/// Pushes `kernel` reading `reads`: into a new tensor shaped like `a`, or,
-/// when InPlace, into a itself (a's storage is then both read and written,
-/// so the engine orders the op after every earlier reader and writer of a).
+/// Pushes `kernel` reading `reads`: into a new tensor of `shape`, or, when
+/// InPlace, into a itself (a's storage is then both read and written, so the
+/// engine orders the op after every earlier reader and writer of a).
 template <bool InPlace, typename Kernel>
-[[gnu::always_inline]] inline auto push_like(Engine& e, const char* name, const Tensor& a, StorageList reads,
-                                             Kernel kernel, Loc loc) {
+[[gnu::always_inline]] inline auto push_like(Engine& e, const char* name, const Tensor& a, const Shape& shape,
+                                             StorageList reads, Kernel kernel, Loc loc) {
   if constexpr (InPlace)
     push_into(e, name, a.device(), std::move(reads), {a.storage()}, std::move(kernel), loc);
   else
-    return push_new(e, name, a.shape(), a.dtype(), a.device(), std::move(reads), std::move(kernel), loc);
+    return push_new(e, name, shape, a.dtype(), a.device(), std::move(reads), std::move(kernel), loc);
 }
 
-/// a op b, into a new tensor or (InPlace) into a.
+/// The result's shape when a and b differ: numpy's broadcast, which in
+/// place must be a's own shape.
+template <bool InPlace>
+[[gnu::noinline]] Shape broadcast_result(const char* name, const Tensor& a, const Tensor& b) {
+  Shape out = broadcast_shapes(name, a.shape(), b.shape());
+  if (InPlace && out != a.shape())
+    throw ShapeError(op_prefix(name) + "b of shape " + b.shape().str() + " does not broadcast to a's shape " +
+                     a.shape().str() + " (the result would be " + out.str() +
+                     "; an in-place op keeps a's shape)");
+  return out;
+}
+
+/// a op b along a broadcast map: the slow path, out of line.
+template <BinaryOp Op, bool InPlace>
+[[gnu::noinline]] auto binary_broadcast(Engine& e, const char* name, const Tensor& a, const Tensor& b,
+                                        const Shape& out, Loc loc) {
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).broadcast[slot(Op)]);
+  const kernels::BroadcastMap map = broadcast_map(out, a.shape(), b.shape());
+  const DType dt = a.dtype();
+  return push_like<InPlace>(
+      e, name, a, out, {a.storage(), b.storage()},
+      [fn, dt, map](const OpContext& ctx) {
+        fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), map, ctx.native_stream);
+      },
+      loc);
+}
+
+/// a op b, into a new tensor or (InPlace) into a. Operands of one shape (or
+/// of shapes that differ only by axes of extent 1, which lay their elements
+/// out alike) take the flat kernel; others broadcast.
 template <BinaryOp Op, bool InPlace = false>
 [[gnu::always_inline]] inline auto binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
-  check_same_shape(name, a, b);
+  const bool same = a.shape() == b.shape();
+  const Shape out = same ? a.shape() : broadcast_result<InPlace>(name, a, b);
+  const std::int64_t n = out.numel();
+  if (!same && (a.numel() != n || b.numel() != n)) return binary_broadcast<Op, InPlace>(e, name, a, b, out, loc);
   const Device dev = a.device();
   const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
-  const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_like<InPlace>(
-      e, name, a, {a.storage(), b.storage()},
+      e, name, a, out, {a.storage(), b.storage()},
       [fn, dt, n](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
       },
@@ -82,7 +115,7 @@ template <BinaryOp Op, bool Reversed, bool InPlace = false>
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_like<InPlace>(
-      e, name, a, {a.storage()},
+      e, name, a, a.shape(), {a.storage()},
       [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
       loc);
 }
@@ -96,11 +129,13 @@ template <UnaryOp Op>
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_like<false>(
-      e, name, a, {a.storage()},
+      e, name, a, a.shape(), {a.storage()},
       [fn, dt, n](const OpContext& ctx) { fn(dt, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); }, loc);
 }
 
 }  // namespace
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) { return detail::broadcast_shapes("broadcast_shapes", a, b); }
 
 Tensor add(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::add>("add", a, b, loc); }
 Tensor sub(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::sub>("sub", a, b, loc); }

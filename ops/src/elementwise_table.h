@@ -7,8 +7,13 @@
 //   template <typename T, typename F>
 //   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream);
 //
-// (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T), and
-// the same table-building code serves the CPU and CUDA.
+//   template <typename T, typename F>
+//   static void map2_broadcast(const void* a, const void* b, void* out,
+//                              const BroadcastMap& map, F f, void* stream);
+//
+// (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T, and
+// the second along a broadcast map), and the same table-building code serves
+// the CPU and CUDA.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,15 @@ struct ElementwiseTable {
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       Maps::template map2<T>(a, b, out, n, F{}, stream);
+    });
+  }
+
+  template <typename F>
+  static void broadcast(DType dtype, const void* a, const void* b, void* out, const BroadcastMap& map,
+                        void* stream) {
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      Maps::template map2_broadcast<T>(a, b, out, map, F{}, stream);
     });
   }
 
@@ -52,6 +66,7 @@ struct ElementwiseTable {
     Elementwise t;
 #define TIDE_FILL_BINARY(name, F)                                          \
   t.binary[static_cast<int>(BinaryOp::name)] = &binary<functors::F>;        \
+  t.broadcast[static_cast<int>(BinaryOp::name)] = &broadcast<functors::F>;  \
   t.scalar[static_cast<int>(BinaryOp::name)] = &scalar<functors::F, false>; \
   t.rscalar[static_cast<int>(BinaryOp::name)] = &scalar<functors::F, true>;
 #define TIDE_FILL_UNARY(name, F) t.unary[static_cast<int>(UnaryOp::name)] = &unary<functors::F>;

@@ -23,6 +23,7 @@
 #include <tide/ops/matmul_precision.h>
 
 #include "gemm_dims.h"
+#include "host_device.h"
 
 namespace tide::kernels {
 
@@ -52,8 +53,45 @@ using ScalarFn = void (*)(DType dtype, const void* a, double s, void* out, std::
 /// out[i] = op(a[i]); `out` may alias `a`.
 using UnaryFn = void (*)(DType dtype, const void* a, void* out, std::int64_t n, void* stream);
 
+/// How a broadcast binary op walks its operands (broadcast_map.h makes it):
+/// the output's extents, row-major, and for each input the axes along which
+/// it walks (bit d of a_walks / b_walks); along the others it is broadcast.
+/// Axes of extent 1 are dropped and neighbours merged where each input walks
+/// both or neither, so ndim is small (a bias row over a matrix is 2 axes),
+/// the last axis is the inner loop, and an input's stride along an axis it
+/// walks is the product of the later extents it walks (strides()). Compact,
+/// since an op's closure carries it. ndim >= 1.
+struct BroadcastMap {
+  static constexpr int kMaxDims = 6;  // Shape::kMaxDims
+  std::int64_t extent[kMaxDims] = {};
+  std::uint8_t ndim = 0;
+  std::uint8_t a_walks = 0;
+  std::uint8_t b_walks = 0;
+
+  TIDE_HOST_DEVICE std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= extent[i];
+    return n;
+  }
+  /// An input's stride in elements along each axis: 0 where it is broadcast.
+  TIDE_HOST_DEVICE void strides(std::uint8_t walks, std::int64_t* stride) const {
+    std::int64_t step = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const bool walks_d = (walks >> d) & 1u;
+      stride[d] = walks_d ? step : 0;
+      if (walks_d) step *= extent[d];
+    }
+  }
+};
+
+/// out (contiguous, map.numel() elements) = a op b along `map`; `out` may
+/// alias `a` when a is not broadcast (in-place ops).
+using BroadcastFn = void (*)(DType dtype, const void* a, const void* b, void* out, const BroadcastMap& map,
+                             void* stream);
+
 struct Elementwise {
   BinaryFn binary[kBinaryOps] = {};
+  BroadcastFn broadcast[kBinaryOps] = {};
   ScalarFn scalar[kBinaryOps] = {};    // a op s
   ScalarFn rscalar[kBinaryOps] = {};   // s op a
   UnaryFn unary[kUnaryOps] = {};

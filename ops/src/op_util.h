@@ -51,7 +51,7 @@ inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 inline void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape())
     throw ShapeError(op_prefix(op) + "shapes differ (" + a.shape().str() + " and " +
-                     b.shape().str() + "); tide does not broadcast");
+                     b.shape().str() + ")");
 }
 
 inline void check_floating(const char* op, DType t) {

@@ -176,6 +176,14 @@ void bind_tensors(py::module_& m) {
       .def("__truediv__", [](const Tensor& a, double s) { return div(a, s, here()); })
       .def("__truediv__", [](const Tensor& a, const Tensor& b) { return div(a, b, here()); })
       .def("__rtruediv__", [](const Tensor& a, double s) { return rdiv(a, s, here()); })
+      // In place, as numpy's and PyTorch's: `a += b` writes a's storage (b
+      // broadcast to a's shape), so every handle of a sees it.
+      .def("__iadd__", [](py::object self, double s) { add_(self.cast<Tensor&>(), s, here()); return self; })
+      .def("__iadd__", [](py::object self, const Tensor& b) { add_(self.cast<Tensor&>(), b, here()); return self; })
+      .def("__isub__", [](py::object self, double s) { add_(self.cast<Tensor&>(), -s, here()); return self; })
+      .def("__isub__", [](py::object self, const Tensor& b) { sub_(self.cast<Tensor&>(), b, here()); return self; })
+      .def("__imul__", [](py::object self, double s) { mul_(self.cast<Tensor&>(), s, here()); return self; })
+      .def("__imul__", [](py::object self, const Tensor& b) { mul_(self.cast<Tensor&>(), b, here()); return self; })
       .def("__neg__", [](const Tensor& a) { return neg(a, here()); })
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b, here()); });
 

@@ -154,8 +154,33 @@ def test_creation_and_seeds():
     assert abs(z.mean()) < 0.02 and abs(z.std() - 1) < 0.02
 
 
+def test_binary_ops_broadcast_as_numpy_does():
+    rng = np.random.default_rng(4)
+    pairs = [((4, 5), (5,)), ((4, 5), (4, 1)), ((4, 1), (1, 5)), ((), (3, 2)), ((2, 1, 3), (4, 1)),
+             ((0, 3), (3,)), ((8, 1, 6, 1), (7, 1, 5))]
+    for sa, sb in pairs:
+        for x_shape, y_shape in ((sa, sb), (sb, sa)):
+            x = rng.integers(1, 5, size=x_shape).astype(np.float32)
+            y = rng.integers(1, 5, size=y_shape).astype(np.float32)
+            tx, ty = tide.from_numpy(x), tide.from_numpy(y)
+            for got, want in ((tx + ty, x + y), (tx - ty, x - y), (tx * ty, x * y), (tx / ty, x / y)):
+                assert got.shape == want.shape, (x_shape, y_shape)
+                np.testing.assert_array_equal(got.numpy(), want)
+    w = tide.zeros([3, 4])
+    alias = w
+    w += tide.arange(4)  # in place: b broadcasts to w's shape, every handle sees it
+    w *= 2
+    w -= tide.ones([3, 1])
+    w += 0.5
+    np.testing.assert_array_equal(alias.numpy(), (np.zeros((3, 4)) + np.arange(4)) * 2 - 1 + 0.5)
+    with pytest.raises(tide.ShapeError, match="does not broadcast to a's shape"):
+        alias += tide.ones([2, 3, 4])
+    with pytest.raises(tide.ShapeError, match="axis -1: 3 against 4"):
+        tide.ones([2, 3]) + tide.ones([4])
+
+
 def test_errors_are_tide_exceptions_with_the_message():
-    with pytest.raises(tide.ShapeError, match="shapes differ"):
+    with pytest.raises(tide.ShapeError, match=r"shapes \[2\] and \[3\] do not broadcast"):
         tide.add(tide.ones([2]), tide.ones([3]))
     with pytest.raises(tide.DTypeError, match="got int64"):
         tide.from_numpy(np.arange(3))

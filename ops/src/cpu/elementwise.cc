@@ -21,6 +21,47 @@ struct CpuMaps {
     T* o = static_cast<T*>(out);
     for (std::int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
   }
+
+  /// The inner axis as one of three loops (each vectorizable: both inputs
+  /// walked, or one held as a value: its strides are 1 or 0, never both 0),
+  /// the outer axes as an odometer.
+  template <typename T, typename F>
+  static void map2_broadcast(const void* a, const void* b, void* out, const BroadcastMap& m, F f, void*) {
+    const std::int64_t total = m.numel();
+    if (total == 0) return;
+    const T* x = static_cast<const T*>(a);
+    const T* y = static_cast<const T*>(b);
+    T* o = static_cast<T*>(out);
+    const int inner = m.ndim - 1;
+    const std::int64_t n = m.extent[inner];
+    std::int64_t sa[BroadcastMap::kMaxDims], sb[BroadcastMap::kMaxDims];
+    m.strides(m.a_walks, sa);
+    m.strides(m.b_walks, sb);
+    const bool a_walks = sa[inner] != 0, b_walks = sb[inner] != 0;
+    std::int64_t index[BroadcastMap::kMaxDims] = {};
+    std::int64_t oa = 0, ob = 0;
+    for (std::int64_t done = 0; done < total; done += n, o += n) {
+      const T* xa = x + oa;
+      const T* yb = y + ob;
+      if (a_walks && b_walks) {
+        for (std::int64_t i = 0; i < n; ++i) o[i] = f(xa[i], yb[i]);
+      } else if (a_walks) {
+        const T v = yb[0];
+        for (std::int64_t i = 0; i < n; ++i) o[i] = f(xa[i], v);
+      } else {
+        const T v = xa[0];
+        for (std::int64_t i = 0; i < n; ++i) o[i] = f(v, yb[i]);
+      }
+      for (int d = inner - 1; d >= 0; --d) {  // the next row: carry through the outer axes
+        oa += sa[d];
+        ob += sb[d];
+        if (++index[d] < m.extent[d]) break;
+        oa -= sa[d] * m.extent[d];
+        ob -= sb[d] * m.extent[d];
+        index[d] = 0;
+      }
+    }
+  }
 };
 
 }  // namespace

@@ -1,5 +1,8 @@
-// Elementwise ops. Tensor operands must have the same shape, dtype and
-// device (there is no broadcasting); a scalar operand is converted to the
+// Elementwise ops. Tensor operands must have the same dtype and device;
+// their shapes broadcast as numpy's do (aligned at the last axis, an axis of
+// extent 1 or a missing one stretching to the other's: [64, 10] + [10] adds
+// a row to every row), and an in-place op's b must broadcast to a's own
+// shape. Shapes that cannot broadcast are a tide::ShapeError. A scalar operand is converted to the
 // tensor's dtype (for i32, truncated toward zero; a scalar outside the i32
 // range is a ValueError). i32 arithmetic wraps around on overflow and i32
 // division truncates; on a CPU device, dividing by a zero element (or
@@ -13,6 +16,10 @@
 #include <tide/ops/creation.h>
 
 namespace tide {
+
+/// The shape a op b has (numpy's broadcasting); tide::ShapeError when a and
+/// b do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
 
 Tensor add(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor sub(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
