@@ -1,6 +1,9 @@
 #include <tide/core/tensor.h>
 
+#include <cstdio>
+#include <cstring>
 #include <iomanip>
+#include <type_traits>
 #include <ostream>
 #include <sstream>
 
@@ -73,12 +76,26 @@ const void* Tensor::read_host(const char* kind, Loc loc) const {
 
 namespace {
 
+/// One element as numpy and PyTorch show it: 6 significant digits, and a
+/// float always looks like one ("3." rather than "3").
+template <typename T>
+void print_value(std::ostream& os, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[32];
+    const int n = std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
+    os.write(buf, n);
+    if (std::strpbrk(buf, ".eni") == nullptr) os << '.';  // not 1.5, 1e+10, nan or inf
+  } else {
+    os << +v;
+  }
+}
+
 template <typename T>
 void print_values(std::ostream& os, const T* p, const Shape& shape, int dim, std::int64_t& offset,
                   int indent) {
   constexpr std::int64_t kEdge = 3;  // elements shown at each end of a long axis
   if (shape.ndim() == 0) {
-    os << +p[0];
+    print_value(os, p[0]);
     return;
   }
   std::int64_t n = shape[dim];
@@ -93,7 +110,7 @@ void print_values(std::ostream& os, const T* p, const Shape& shape, int dim, std
       continue;
     }
     if (dim + 1 == shape.ndim()) {
-      os << +p[offset++];
+      print_value(os, p[offset++]);
     } else {
       print_values(os, p, shape, dim + 1, offset, indent + 1);
     }

@@ -12,6 +12,7 @@
 #include <tide/core/tensor.h>
 #include <tide/ops/creation.h>
 #include <tide/ops/elementwise.h>
+#include <tide/ops/views.h>
 #include <tide/ops/linalg.h>
 #include <tide/ops/nn.h>
 #include <tide/ops/reduction.h>

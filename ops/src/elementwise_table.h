@@ -10,6 +10,9 @@
 //   template <typename T, typename F>
 //   static void map2_broadcast(const void* a, const void* b, void* out,
 //                              const BroadcastMap& map, F f, void* stream);
+//   template <typename T>
+//   static void gather(const void* in, void* out, const StridedMap& map,
+//                      void* stream);
 //
 // (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T, and
 // the second along a broadcast map), and the same table-building code serves
@@ -39,6 +42,13 @@ struct ElementwiseTable {
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       Maps::template map2_broadcast<T>(a, b, out, map, F{}, stream);
+    });
+  }
+
+  static void strided_copy(DType dtype, const void* in, void* out, const StridedMap& map, void* stream) {
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      Maps::template gather<T>(in, out, map, stream);
     });
   }
 
@@ -72,6 +82,7 @@ struct ElementwiseTable {
 #define TIDE_FILL_UNARY(name, F) t.unary[static_cast<int>(UnaryOp::name)] = &unary<functors::F>;
     TIDE_BINARY_OPS(TIDE_FILL_BINARY)
     TIDE_UNARY_OPS(TIDE_FILL_UNARY)
+    t.strided_copy = &strided_copy;
 #undef TIDE_FILL_BINARY
 #undef TIDE_FILL_UNARY
     return t;

@@ -89,9 +89,32 @@ struct BroadcastMap {
 using BroadcastFn = void (*)(DType dtype, const void* a, const void* b, void* out, const BroadcastMap& map,
                              void* stream);
 
+/// A strided window on a contiguous input: output element i (row-major over
+/// `extent`) is input element offset + sum_d index_d * stride[d]. Strides
+/// may be 0 or negative (a reversed slice); every element reached is inside
+/// the input (views.cc checks). Axes are merged where they run on, so the
+/// last axis is the inner loop. ndim >= 1.
+struct StridedMap {
+  static constexpr int kMaxDims = 6;  // Shape::kMaxDims
+  std::int64_t extent[kMaxDims] = {};
+  std::int64_t stride[kMaxDims] = {};
+  std::int64_t offset = 0;
+  int ndim = 0;
+  TIDE_HOST_DEVICE std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= extent[i];
+    return n;
+  }
+};
+
+/// out (contiguous, map.numel() elements) = the input's elements along `map`.
+/// `out` never aliases `in`.
+using StridedCopyFn = void (*)(DType dtype, const void* in, void* out, const StridedMap& map, void* stream);
+
 struct Elementwise {
   BinaryFn binary[kBinaryOps] = {};
   BroadcastFn broadcast[kBinaryOps] = {};
+  StridedCopyFn strided_copy = nullptr;
   ScalarFn scalar[kBinaryOps] = {};    // a op s
   ScalarFn rscalar[kBinaryOps] = {};   // s op a
   UnaryFn unary[kUnaryOps] = {};

@@ -110,10 +110,84 @@ py::object item(const Tensor& t) {
 
 std::string repr(const Tensor& t) {
   if (!t.defined()) return "tensor(undefined)";
+  const Loc loc = here();  // the user's line prints (a blocker charged there)
   py::gil_scoped_release nogil;
   std::ostringstream os;
-  os << t;
+  os << Printed(t, loc);
   return os.str();
+}
+
+/// Extents from reshape's arguments: ints (t.reshape(2, -1)) or one
+/// sequence of them (t.reshape([2, -1]), t.reshape((2, -1))).
+std::vector<std::int64_t> dims_of(const py::args& args) {
+  if (args.size() == 1 && !py::isinstance<py::int_>(args[0])) return args[0].cast<std::vector<std::int64_t>>();
+  return args.cast<std::vector<std::int64_t>>();
+}
+
+/// t[key] for basic indexing: ints, slices, None and one Ellipsis, alone or
+/// in a tuple, as numpy reads them. The result is a copy (tide tensors own
+/// contiguous storage; see tide::strided). An int out of range raises
+/// IndexError, so that iterating over a tensor stops at its end.
+Tensor get_item(const Tensor& t, const py::object& key) {
+  const Loc loc = here();
+  t.check_defined("indexing");
+  py::tuple items = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
+  int consumed = 0, ellipses = 0;
+  for (const py::handle item : items) {
+    if (item.is_none()) continue;
+    if (item.ptr() == Py_Ellipsis) ++ellipses;
+    else if (py::isinstance<py::int_>(item) || py::isinstance<py::slice>(item)) ++consumed;
+    else
+      throw py::type_error("tide tensors take ints, slices, None and ... as indices, not " +
+                           std::string(py::str(py::type::of(item).attr("__name__"))));
+  }
+  if (ellipses > 1) throw py::index_error("an index can only have a single ellipsis ('...')");
+  if (consumed > t.ndim())
+    throw py::index_error("too many indices for a tensor of shape " + t.shape().str() + ": " +
+                          std::to_string(consumed) + " given");
+  std::vector<std::int64_t> from(static_cast<std::size_t>(t.ndim()));
+  for (std::int64_t d = t.ndim() - 1, step = 1; d >= 0; --d) {
+    from[static_cast<std::size_t>(d)] = step;
+    step *= t.shape()[static_cast<int>(d)];
+  }
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  std::int64_t offset = 0;
+  int axis = 0;
+  auto keep_axis = [&] {
+    shape.push_back(t.shape()[axis]);
+    strides.push_back(from[static_cast<std::size_t>(axis)]);
+    ++axis;
+  };
+  for (const py::handle item : items) {
+    if (item.is_none()) {
+      shape.push_back(1);
+      strides.push_back(0);
+    } else if (item.ptr() == Py_Ellipsis) {
+      for (int k = t.ndim() - consumed; k > 0; --k) keep_axis();
+    } else if (py::isinstance<py::int_>(item)) {
+      const std::int64_t n = t.shape()[axis];
+      std::int64_t i = item.cast<std::int64_t>();
+      if (i < -n || i >= n)
+        throw py::index_error("index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
+                              " of extent " + std::to_string(n));
+      if (i < 0) i += n;
+      offset += i * from[static_cast<std::size_t>(axis)];
+      ++axis;
+    } else {
+      std::size_t start = 0, stop = 0, step = 0, length = 0;
+      const auto n = static_cast<std::size_t>(t.shape()[axis]);
+      if (!py::reinterpret_borrow<py::slice>(item).compute(n, &start, &stop, &step, &length))
+        throw py::error_already_set();
+      const auto st = static_cast<std::int64_t>(static_cast<py::ssize_t>(step));
+      shape.push_back(static_cast<std::int64_t>(length));
+      strides.push_back(from[static_cast<std::size_t>(axis)] * st);
+      if (length > 0) offset += static_cast<std::int64_t>(start) * from[static_cast<std::size_t>(axis)];
+      ++axis;
+    }
+  }
+  while (axis < t.ndim()) keep_axis();
+  return strided(t, shape, strides, offset, loc);
 }
 
 }  // namespace
@@ -164,6 +238,48 @@ void bind_tensors(py::module_& m) {
           },
           py::return_value_policy::reference_internal, "barrier: waits for this tensor's producer only")
       .def("__repr__", &repr)
+      .def("__str__", &repr)
+      .def(
+          "__array__",
+          [](const Tensor& t, py::object dtype, py::object /*copy*/) {
+            py::array a = to_numpy(t);
+            return dtype.is_none() ? a : a.attr("astype")(dtype).cast<py::array>();
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none(),
+          "numpy's view of the values: always a copy (a blocker: waits for them)")
+      .def("__getitem__", &get_item, "basic indexing (ints, slices, None, ...): a copy")
+      .def(
+          "reshape", [](const Tensor& t, const py::args& dims) { return reshape(t, dims_of(dims)); },
+          "a view with other extents (one may be -1): shares the storage")
+      .def(
+          "view", [](const Tensor& t, const py::args& dims) { return reshape(t, dims_of(dims)); },
+          "the same as reshape (every tide tensor is contiguous)")
+      .def("flatten", [](const Tensor& t) { return flatten(t); }, "a one-axis view")
+      .def(
+          "squeeze",
+          [](const Tensor& t, std::optional<int> axis) { return axis ? squeeze(t, *axis) : squeeze(t); },
+          py::arg("axis") = py::none(), "a view without the axis (of extent 1), or without every axis of extent 1")
+      .def("unsqueeze", [](const Tensor& t, int axis) { return unsqueeze(t, axis); }, py::arg("axis"),
+           "a view with a new axis of extent 1 before `axis`")
+      .def(
+          "transpose", [](const Tensor& t, int a0, int a1) { return transpose(t, a0, a1, here()); },
+          py::arg("axis0") = -2, py::arg("axis1") = -1, "a copy with two axes swapped")
+      .def(
+          "permute",
+          [](const Tensor& t, const py::args& order) {
+            std::vector<std::int64_t> o = dims_of(order);
+            return permute(t, std::vector<int>(o.begin(), o.end()), here());
+          },
+          "a copy with the axes in the given order")
+      .def_property_readonly(
+          "T",
+          [](const Tensor& t) {
+            if (t.ndim() < 2) return t;  // as numpy: nothing to reverse
+            std::vector<int> order;
+            for (int d = t.ndim() - 1; d >= 0; --d) order.push_back(d);
+            return permute(t, order, here());
+          },
+          "a copy with the axes reversed (numpy's .T)")
       .def("__add__", [](const Tensor& a, double s) { return add(a, s, here()); })
       .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); })
       .def("__radd__", [](const Tensor& a, double s) { return add(a, s, here()); })
@@ -223,6 +339,17 @@ void bind_tensors(py::module_& m) {
       py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none());
   m.def("manual_seed", [](std::uint64_t seed) { current_engine().manual_seed(seed); }, py::arg("seed"));
 
+  m.def(
+      "broadcast_shapes",
+      [](std::vector<std::int64_t> a, std::vector<std::int64_t> b) {
+        const Shape s = broadcast_shapes(to_shape(a), to_shape(b));
+        return std::vector<std::int64_t>(s.begin(), s.end());
+      },
+      py::arg("a"), py::arg("b"), "the shape of a op b under numpy's broadcasting");
+  m.def("reshape", [](const Tensor& t, std::vector<std::int64_t> dims) { return reshape(t, dims); });
+  m.def(
+      "transpose", [](const Tensor& t, int a0, int a1) { return transpose(t, a0, a1, here()); }, py::arg("a"),
+      py::arg("axis0") = -2, py::arg("axis1") = -1);
   m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); });
   m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b, here()); });
   m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b, here()); });

@@ -203,7 +203,7 @@ def test_repr_and_wait_to_read_are_blockers():
     before = RT.stats().blockers
     t = tide.ones([1, 2]) * 3
     assert t.wait_to_read() is not None
-    assert "tensor([[3, 3]]" in repr(t)
+    assert "tensor([[3., 3.]]" in repr(t)
     assert RT.stats().blockers >= before + 2
 
 
@@ -435,6 +435,10 @@ def test_call_sites_are_the_python_lines():
     read_at = inspect.currentframe().f_lineno - 1
     assert f"test_tide.py:{pushed_at} (test_call_sites_are_the_python_lines)" in str(e.value), str(e.value)
     assert f"test_tide.py:{read_at}" in str(RT.stats()), str(RT.stats())
+    printed_at = inspect.currentframe().f_lineno + 1
+    repr(tide.ones([2]) * 2)
+    sites = [b for b in RT.stats().blocker_sites if b.kind == "print"]
+    assert any(f"test_tide.py:{printed_at}" in b.call_site for b in sites), sites
 
 
 def test_version_and_no_stray_names():
@@ -502,3 +506,55 @@ def test_reducer_no_sync_accumulates_micro_batches():
     assert r.reduced(1).numpy().tolist() == [7.0, 7.0]
     r.finish_step()
     assert r.accumulated == 0
+
+
+def test_views_share_storage_and_layout_ops_copy():
+    a = tide.from_numpy(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    r = a.reshape(4, -1)
+    assert r.shape == (4, 6) and a.view([6, 4]).shape == (6, 4) and a.reshape((24,)).shape == (24,)
+    r += 1  # through the view: the base sees it
+    np.testing.assert_array_equal(a.numpy(), np.arange(24).reshape(2, 3, 4) + 1)
+    assert a.flatten().shape == (24,)
+    assert a.unsqueeze(0).shape == (1, 2, 3, 4) and a.unsqueeze(-1).squeeze(-1).shape == (2, 3, 4)
+    assert tide.ones([1, 3, 1]).squeeze().shape == (3,)
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = tide.from_numpy(x)
+    np.testing.assert_array_equal(t.T.numpy(), x.T)
+    np.testing.assert_array_equal(t.transpose(0, 2).numpy(), x.transpose(2, 1, 0))
+    np.testing.assert_array_equal(t.permute(1, 2, 0).numpy(), x.transpose(1, 2, 0))
+    np.testing.assert_array_equal(tide.transpose(t).numpy(), x.swapaxes(-2, -1))
+    with pytest.raises(tide.ShapeError, match="cannot be viewed as"):
+        t.reshape(5, 5)
+    with pytest.raises(tide.ShapeError, match="not a permutation"):
+        t.permute(0, 0, 1)
+    assert tide.broadcast_shapes([8, 1, 6, 1], [7, 1, 5]) == [8, 7, 6, 5]
+
+
+def test_basic_indexing_as_numpy():
+    x = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
+    t = tide.from_numpy(x)
+    keys = [0, -1, (1, 2), (1, 2, 3), slice(None), slice(1, None), slice(None, None, -1), (slice(None), 1),
+            (Ellipsis, 2), (Ellipsis, slice(None, None, 2)), (None, 0), (0, None, slice(1, 4)),
+            (slice(2, 0, -1), Ellipsis, slice(-2, None)), (slice(5, 9),), (1, slice(3, 1))]
+    for key in keys:
+        got = t[key]
+        want = x[key]
+        assert got.shape == want.shape, key
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=str(key))
+    assert [row.shape for row in tide.ones([3, 2])] == [(2,)] * 3  # iteration stops at IndexError
+    with pytest.raises(IndexError):
+        t[3]
+    with pytest.raises(IndexError, match="too many indices"):
+        t[0, 0, 0, 0]
+    with pytest.raises(TypeError, match="ints, slices, None"):
+        t["a"]
+
+
+def test_numpy_sees_values_and_repr_shows_floats():
+    t = tide.full([2, 2], 3.0)
+    a = np.asarray(t)
+    assert a.dtype == np.float32 and a.shape == (2, 2) and (a == 3).all()
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64
+    np.testing.assert_array_equal(np.array(tide.arange(3, dtype="i32")), [0, 1, 2])
+    assert "tensor([[3., 3.]," in repr(t)
+    assert "tensor([1, 2]" in repr(tide.arange(1, 3, dtype="i32"))

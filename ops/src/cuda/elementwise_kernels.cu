@@ -99,6 +99,23 @@ __global__ void broadcast_kernel(const T* a, const T* b, T* out, BroadcastMap m,
   }
 }
 
+/// out[i] = in[offset + sum_d index_d * stride_d], the indices found from i
+/// (a division per merged axis); Index 32-bit where both the output and the
+/// input's reach fit, as in broadcast_kernel.
+template <typename T, typename Index>
+__global__ void gather_kernel(const T* in, T* out, StridedMap m, Index n) {
+  const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
+  for (Index i = first; i < n; i += stride) {
+    Index rest = i, at = static_cast<Index>(m.offset);
+    for (int d = m.ndim - 1; d > 0; --d) {
+      const Index extent = static_cast<Index>(m.extent[d]);
+      at += (rest % extent) * static_cast<Index>(m.stride[d]);
+      rest /= extent;
+    }
+    out[i] = in[at + rest * static_cast<Index>(m.stride[0])];
+  }
+}
+
 /// The launches behind the table (elementwise_table.h).
 struct CudaMaps {
   template <typename T, typename F>
@@ -123,6 +140,25 @@ struct CudaMaps {
           x, y, o, m, static_cast<std::int32_t>(n), f);
     else
       broadcast_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, y, o, m, n, f);
+    TIDE_CUDA_LAUNCH_CHECK();
+  }
+
+  template <typename T>
+  static void gather(const void* in, void* out, const StridedMap& m, void* stream) {
+    const std::int64_t n = m.numel();
+    if (n == 0) return;
+    // Every offset reached lies in [0, input elements), and the input is no
+    // larger than 2^63; 32-bit indexing needs the largest offset below 2^31.
+    std::int64_t reach = m.offset;
+    for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
+    const auto* x = static_cast<const T*>(in);
+    auto* o = static_cast<T*>(out);
+    constexpr std::int64_t k32 = std::int64_t{1} << 31;
+    if (n < k32 && reach < k32)
+      gather_kernel<T, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+          x, o, m, static_cast<std::int32_t>(n));
+    else
+      gather_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
     TIDE_CUDA_LAUNCH_CHECK();
   }
 };

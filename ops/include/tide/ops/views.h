@@ -1,0 +1,56 @@
+// Shapes and layouts. Tensors are contiguous and row-major, so an op that
+// keeps the order of the elements is a view: a new handle on the same
+// storage with another shape (reshape, flatten, squeeze, unsqueeze). It
+// costs no op and no copy, and the engine orders it as its base, since they
+// share a storage: an in-place op on a view changes the base, and a read of
+// either waits for writes through the other. Ops that reorder or pick
+// elements (transpose, permute, slice, select, strided) copy them into a new
+// contiguous tensor, one op on the tensor's stream, as numpy's copies do.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <tide/core/loc.h>
+#include <tide/core/shape.h>
+#include <tide/core/tensor.h>
+
+namespace tide {
+
+/// A view of `a` with extents `dims`; one extent may be -1, inferred from
+/// a's element count. tide::ShapeError when the counts differ.
+Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& dims);
+/// A one-axis view of a's elements.
+Tensor flatten(const Tensor& a);
+/// A view without axis `axis` (in [-ndim, ndim)), which must have extent 1.
+Tensor squeeze(const Tensor& a, int axis);
+/// A view without every axis of extent 1.
+Tensor squeeze(const Tensor& a);
+/// A view with a new axis of extent 1 before axis `axis` (in [-ndim-1, ndim]:
+/// -1 appends one).
+Tensor unsqueeze(const Tensor& a, int axis);
+
+/// A copy of `a` with axes `axis0` and `axis1` swapped (negative counts
+/// from the end).
+Tensor transpose(const Tensor& a, int axis0 = -2, int axis1 = -1, Loc loc = Loc::current());
+/// A copy of `a` with its axes in `order` (a permutation of 0..ndim-1):
+/// result axis i is a's axis order[i].
+Tensor permute(const Tensor& a, const std::vector<int>& order, Loc loc = Loc::current());
+/// A copy of elements start, start + step, ... before stop along `axis`,
+/// with Python's rules: negative start and stop count from the end, both are
+/// clamped to the axis, step may be negative but not 0.
+Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1,
+             Loc loc = Loc::current());
+/// A copy of element `index` along `axis` (negative counts from the end),
+/// that axis dropped. tide::ShapeError when it is out of range.
+Tensor select(const Tensor& a, int axis, std::int64_t index, Loc loc = Loc::current());
+
+/// The general copy behind the four above: a new tensor of `shape` whose
+/// element at index (i_0, ..., i_k) is a's flat element
+/// offset + i_0 * strides[0] + ... + i_k * strides[k]. Strides may be zero
+/// or negative; tide::ShapeError when some element reached lies outside a.
+Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
+               std::int64_t offset, Loc loc = Loc::current());
+
+}  // namespace tide

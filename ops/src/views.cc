@@ -1,0 +1,247 @@
+// Views (a handle with another shape) and the strided copy that reorders.
+#include <tide/ops/views.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels.h"
+#include "op_util.h"
+
+namespace tide {
+
+namespace {
+
+using namespace detail;
+
+Tensor view_as(const Tensor& a, const Shape& shape) { return Tensor(a.storage(), shape, a.dtype()); }
+
+std::string dims_str(const std::vector<std::int64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// a's row-major strides, in elements.
+std::vector<std::int64_t> contiguous_strides(const Shape& s) {
+  std::vector<std::int64_t> st(static_cast<std::size_t>(s.ndim()));
+  std::int64_t step = 1;
+  for (int d = s.ndim() - 1; d >= 0; --d) {
+    st[static_cast<std::size_t>(d)] = step;
+    step *= s[d];
+  }
+  return st;
+}
+
+/// `axis` in [-n, n), returned in [0, n).
+int axis_in(const char* op, const Tensor& a, int axis) { return normalize_axis(op, a, axis); }
+
+}  // namespace
+
+Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& dims) {
+  const char* name = "reshape";
+  engine_of(name, a, "a");
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1 && infer < 0) {
+      infer = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      throw ShapeError(op_prefix(name) + "extents " + dims_str(dims) +
+                       (dims[i] == -1 ? ": only one may be -1" : ": an extent is negative"));
+    } else {
+      known *= dims[i];
+    }
+  }
+  std::vector<std::int64_t> out = dims;
+  if (infer >= 0) {
+    if (known == 0 || a.numel() % known != 0)
+      throw ShapeError(op_prefix(name) + "cannot infer the -1 of " + dims_str(dims) + " for shape " +
+                       a.shape().str() + " (" + std::to_string(a.numel()) + " elements)");
+    out[static_cast<std::size_t>(infer)] = a.numel() / known;
+  }
+  const Shape shape(out.begin(), out.end());  // ShapeError past kMaxDims
+  if (shape.numel() != a.numel())
+    throw ShapeError(op_prefix(name) + "shape " + a.shape().str() + " (" + std::to_string(a.numel()) +
+                     " elements) cannot be viewed as " + shape.str() + " (" + std::to_string(shape.numel()) + ")");
+  return view_as(a, shape);
+}
+
+Tensor flatten(const Tensor& a) {
+  engine_of("flatten", a, "a");
+  return view_as(a, Shape{a.numel()});
+}
+
+Tensor squeeze(const Tensor& a, int axis) {
+  const char* name = "squeeze";
+  engine_of(name, a, "a");
+  const int ax = axis_in(name, a, axis);
+  if (a.shape()[ax] != 1)
+    throw ShapeError(op_prefix(name) + "axis " + std::to_string(axis) + " of shape " + a.shape().str() +
+                     " has extent " + std::to_string(a.shape()[ax]) + ", not 1");
+  return view_as(a, a.shape().without(ax));
+}
+
+Tensor squeeze(const Tensor& a) {
+  engine_of("squeeze", a, "a");
+  Shape s;
+  for (std::int64_t e : a.shape())
+    if (e != 1) s.push_back(e);
+  return view_as(a, s);
+}
+
+Tensor unsqueeze(const Tensor& a, int axis) {
+  const char* name = "unsqueeze";
+  engine_of(name, a, "a");
+  const int nd = a.ndim();
+  if (axis < -nd - 1 || axis > nd)
+    throw ShapeError(op_prefix(name) + "axis " + std::to_string(axis) + " is out of range for shape " +
+                     a.shape().str() + " (valid: " + std::to_string(-nd - 1) + " to " + std::to_string(nd) + ")");
+  const int at = axis < 0 ? axis + nd + 1 : axis;
+  Shape s;
+  for (int d = 0; d <= nd; ++d) {
+    if (d == at) s.push_back(1);  // ShapeError past kMaxDims
+    if (d < nd) s.push_back(a.shape()[d]);
+  }
+  return view_as(a, s);
+}
+
+Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
+               Loc loc) {
+  const char* name = "strided";
+  Engine& e = engine_of(name, a, "a");
+  if (static_cast<int>(strides.size()) != shape.ndim())
+    throw ShapeError(op_prefix(name) + std::to_string(strides.size()) + " strides for shape " + shape.str());
+  const Device dev = a.device();
+  const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_copy);
+  auto map = std::make_shared<kernels::StridedMap>();
+  map->offset = offset;
+  if (shape.numel() > 0) {
+    // The lowest and highest elements reached must lie in a. Overflow cannot
+    // hide a bad stride: each term is bounded by a's size before it is formed.
+    std::int64_t lo = offset, hi = offset;
+    const std::int64_t n = a.numel();
+    bool inside = offset >= 0 && offset < n;
+    for (int d = 0; d < shape.ndim() && inside; ++d) {
+      const std::int64_t s = strides[static_cast<std::size_t>(d)], last = shape[d] - 1;
+      // |s| > n / last reaches outside; INT64_MIN has no magnitude.
+      if (last > 0 && (s == INT64_MIN || (s < 0 ? -s : s) > n / last)) inside = false;
+      else (s > 0 ? hi : lo) += last * s;
+      inside = inside && lo >= 0 && hi < n;
+    }
+    if (!inside)
+      throw ShapeError(op_prefix(name) + "shape " + shape.str() + " with strides " + dims_str(strides) +
+                       " from offset " + std::to_string(offset) + " reaches outside the " + std::to_string(n) +
+                       " elements of a");
+    for (int d = 0; d < shape.ndim(); ++d) {  // drop extents of 1; merge axes that run on
+      const std::int64_t ext = shape[d], s = strides[static_cast<std::size_t>(d)];
+      if (ext == 1) continue;
+      if (map->ndim > 0 && map->stride[map->ndim - 1] == s * ext) {
+        map->extent[map->ndim - 1] *= ext;
+        map->stride[map->ndim - 1] = s;
+        continue;
+      }
+      map->extent[map->ndim] = ext;
+      map->stride[map->ndim] = s;
+      ++map->ndim;
+    }
+  }
+  if (map->ndim == 0) {  // one element, or none
+    map->ndim = 1;
+    map->extent[0] = shape.numel();
+  }
+  const DType dt = a.dtype();
+  return push_new(
+      e, name, shape, dt, dev, {a.storage()},
+      [fn, dt, map = std::shared_ptr<const kernels::StridedMap>(std::move(map))](const OpContext& ctx) {
+        fn(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
+      },
+      loc);
+}
+
+Tensor permute(const Tensor& a, const std::vector<int>& order, Loc loc) {
+  const char* name = "permute";
+  engine_of(name, a, "a");
+  const int nd = a.ndim();
+  bool ok = static_cast<int>(order.size()) == nd;
+  std::vector<bool> seen(static_cast<std::size_t>(nd), false);
+  for (std::size_t i = 0; ok && i < order.size(); ++i) {
+    const int ax = order[i] < 0 ? order[i] + nd : order[i];
+    ok = ax >= 0 && ax < nd && !seen[static_cast<std::size_t>(ax)];
+    if (ok) seen[static_cast<std::size_t>(ax)] = true;
+  }
+  if (!ok) {
+    std::string o = "[";
+    for (std::size_t i = 0; i < order.size(); ++i) o += (i ? ", " : "") + std::to_string(order[i]);
+    throw ShapeError(op_prefix(name) + "order " + o + "] is not a permutation of the " + std::to_string(nd) +
+                     " axes of shape " + a.shape().str());
+  }
+  const std::vector<std::int64_t> from = contiguous_strides(a.shape());
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  for (int i : order) {
+    const int ax = i < 0 ? i + nd : i;
+    shape.push_back(a.shape()[ax]);
+    strides.push_back(from[static_cast<std::size_t>(ax)]);
+  }
+  return strided(a, shape, strides, 0, loc);
+}
+
+Tensor transpose(const Tensor& a, int axis0, int axis1, Loc loc) {
+  const char* name = "transpose";
+  engine_of(name, a, "a");
+  if (a.ndim() < 2 && axis0 == -2 && axis1 == -1)
+    throw ShapeError(op_prefix(name) + "needs two axes, shape " + a.shape().str() + " has " +
+                     std::to_string(a.ndim()));
+  const int x = axis_in(name, a, axis0), y = axis_in(name, a, axis1);
+  std::vector<int> order(static_cast<std::size_t>(a.ndim()));
+  for (int d = 0; d < a.ndim(); ++d) order[static_cast<std::size_t>(d)] = d;
+  std::swap(order[static_cast<std::size_t>(x)], order[static_cast<std::size_t>(y)]);
+  return permute(a, order, loc);
+}
+
+Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t stop, std::int64_t step, Loc loc) {
+  const char* name = "slice";
+  engine_of(name, a, "a");
+  const int ax = axis_in(name, a, axis);
+  if (step == 0) throw ValueError(op_prefix(name) + "step must not be 0");
+  const std::int64_t n = a.shape()[ax];
+  // Python's slice.indices(): negative bounds count from the end, then clamp
+  // to [0, n] going forward or [-1, n - 1] going back.
+  auto bound = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    if (v < 0) v += n;
+    return v < lo ? lo : (v > hi ? hi : v);
+  };
+  const std::int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
+  start = bound(start, lo, hi);
+  stop = bound(stop, lo, hi);
+  const std::int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
+                                      : (start > stop ? (start - stop - step - 1) / -step : 0);
+  const std::vector<std::int64_t> from = contiguous_strides(a.shape());
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  for (int d = 0; d < a.ndim(); ++d) {
+    shape.push_back(d == ax ? count : a.shape()[d]);
+    strides.push_back(d == ax ? from[static_cast<std::size_t>(d)] * step : from[static_cast<std::size_t>(d)]);
+  }
+  const std::int64_t offset = count > 0 ? start * from[static_cast<std::size_t>(ax)] : 0;
+  return strided(a, shape, strides, offset, loc);
+}
+
+Tensor select(const Tensor& a, int axis, std::int64_t index, Loc loc) {
+  const char* name = "select";
+  engine_of(name, a, "a");
+  const int ax = axis_in(name, a, axis);
+  const std::int64_t n = a.shape()[ax];
+  if (index < -n || index >= n)
+    throw ShapeError(op_prefix(name) + "index " + std::to_string(index) + " is out of range for axis " +
+                     std::to_string(axis) + " of shape " + a.shape().str());
+  const std::int64_t i = index < 0 ? index + n : index;
+  const std::vector<std::int64_t> from = contiguous_strides(a.shape());
+  std::vector<std::int64_t> strides;
+  for (int d = 0; d < a.ndim(); ++d)
+    if (d != ax) strides.push_back(from[static_cast<std::size_t>(d)]);
+  return strided(a, a.shape().without(ax), strides, i * from[static_cast<std::size_t>(ax)], loc);
+}
+
+}  // namespace tide

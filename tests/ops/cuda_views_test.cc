@@ -1,0 +1,54 @@
+// The copying layout ops on the GPU against the CPU backend (itself checked
+// by views_test.cc), every dtype: transposes, permutations, slices with
+// negative steps, selections, a zero stride, and a transpose large enough
+// for the grid-stride loop to run more than one grid. Views on the GPU share
+// storage as on the CPU.
+#include <tide/ops/views.h>
+
+#include "cuda_ops_test_util.h"
+
+namespace tide::testing {
+namespace {
+
+using CudaViewsTest = ::testing::TestWithParam<EngineKind>;
+TIDE_OPS_TEST_SUITE(CudaViewsTest);
+
+template <typename T, typename Op>
+void expect_same_on_both(const Shape& shape, Op op, const std::string& what) {
+  const std::vector<T> v = random_values<T>(static_cast<std::size_t>(shape.numel()), 9, -100, 100);
+  Tensor c = from_vector(v, shape), g = to_gpu(v, shape);
+  Tensor gr = op(g);
+  EXPECT_EQ(gr.device(), cuda(0)) << what;
+  Tensor cr = op(c);
+  EXPECT_EQ(gr.shape(), cr.shape()) << what;
+  expect_exact(gr.template to_vector<T>(), cr.template to_vector<T>(), what + " " + dtype_name(dtype_v<T>));
+}
+
+TEST_P(CudaViewsTest, CopyingLayoutOpsMatchCpu) {
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  for_each_dtype_of([&](auto tag) {
+    using T = decltype(tag);
+    expect_same_on_both<T>({33, 65}, [](const Tensor& t) { return transpose(t); }, "transpose");
+    expect_same_on_both<T>({2, 3, 4, 5}, [](const Tensor& t) { return permute(t, {3, 1, 0, 2}); }, "permute");
+    expect_same_on_both<T>({7, 9}, [](const Tensor& t) { return slice(t, 1, -1, -10, -2); }, "slice back");
+    expect_same_on_both<T>({7, 9}, [](const Tensor& t) { return slice(t, 0, 1, 6, 2); }, "slice rows");
+    expect_same_on_both<T>({7, 9}, [](const Tensor& t) { return select(t, 1, 4); }, "select");
+    expect_same_on_both<T>({12}, [](const Tensor& t) { return strided(t, {3, 4}, {0, 3}, 0); }, "zero stride");
+    expect_same_on_both<T>({0, 5}, [](const Tensor& t) { return transpose(t); }, "empty");
+  });
+  expect_same_on_both<float>({4099, 4097}, [](const Tensor& t) { return transpose(t); }, "large transpose");
+}
+
+TEST_P(CudaViewsTest, ViewsShareStorageOnTheGpu) {
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  Tensor a = to_gpu(std::vector<float>(20, 1.0f), Shape{4, 5});
+  Tensor row = reshape(a, {20});
+  add_(row, 2.0);
+  EXPECT_TRUE(row.is_same(a));
+  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(20, 3.0f));
+}
+
+}  // namespace
+}  // namespace tide::testing
