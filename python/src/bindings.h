@@ -14,6 +14,9 @@ Runtime* current_runtime();
 void bind_tensors(pybind11::module_& m);
 /// The world communicator's collectives.
 void bind_comm(pybind11::module_& m);
+/// Tensor.__dlpack__, __dlpack_device__ and tide.from_dlpack (after
+/// bind_tensors).
+void bind_dlpack(pybind11::module_& m);
 /// tide.save, tide.load and tide.load_metadata (safetensors files).
 void bind_safetensors(pybind11::module_& m);
 

@@ -245,6 +245,7 @@ PYBIND11_MODULE(_tide, m) {
   }, "barrier: waits for everything queued");
 
   bind_tensors(m);
+  bind_dlpack(m);
   bind_comm(m);
   bind_safetensors(m);
 }

@@ -558,3 +558,32 @@ def test_numpy_sees_values_and_repr_shows_floats():
     np.testing.assert_array_equal(np.array(tide.arange(3, dtype="i32")), [0, 1, 2])
     assert "tensor([[3., 3.]," in repr(t)
     assert "tensor([1, 2]" in repr(tide.arange(1, 3, dtype="i32"))
+
+
+def test_dlpack_shares_with_numpy_and_takes_from_it():
+    t = tide.arange(6, dtype="f64").reshape(2, 3) * 2
+    assert t.__dlpack_device__() == (1, 0)
+    a = np.from_dlpack(t)  # zero-copy: waits for the producer, then shares the storage
+    np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3) * 2)
+    t += 1
+    t.wait_to_read()
+    np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3) * 2 + 1)  # the same bytes
+    del t
+    np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3) * 2 + 1)  # the array keeps them alive
+    for _ in range(3):
+        tide.ones([2]).__dlpack__()  # a capsule no consumer takes frees its tensor
+    copied = np.from_dlpack(tide.ones([3], dtype="i32"))
+    assert copied.dtype == np.int32 and list(copied) == [1, 1, 1]
+    back = tide.from_dlpack(np.arange(4, dtype=np.float32)[::-1])  # a strided source: copied in order
+    np.testing.assert_array_equal(back.numpy(), [3, 2, 1, 0])
+    with pytest.raises(tide.DTypeError):
+        tide.from_dlpack(np.arange(3, dtype=np.int16))
+
+
+def test_dlpack_with_torch():
+    torch = pytest.importorskip("torch")
+    t = tide.arange(4) + 1
+    pt = torch.from_dlpack(t)
+    assert pt.tolist() == [1.0, 2.0, 3.0, 4.0] and pt.dtype == torch.float32
+    back = tide.from_dlpack(torch.arange(3, dtype=torch.float64))
+    assert back.dtype == "f64" and back.numpy().tolist() == [0.0, 1.0, 2.0]
