@@ -346,19 +346,19 @@ void bind_tensors(py::module_& m) {
         return std::vector<std::int64_t>(s.begin(), s.end());
       },
       py::arg("a"), py::arg("b"), "the shape of a op b under numpy's broadcasting");
-  m.def("reshape", [](const Tensor& t, std::vector<std::int64_t> dims) { return reshape(t, dims); });
+  m.def("reshape", [](const Tensor& t, std::vector<std::int64_t> dims) { return reshape(t, dims); }, py::arg("a"), py::arg("shape"));
   m.def(
       "transpose", [](const Tensor& t, int a0, int a1) { return transpose(t, a0, a1, here()); }, py::arg("a"),
       py::arg("axis0") = -2, py::arg("axis1") = -1);
-  m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); });
-  m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b, here()); });
-  m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b, here()); });
-  m.def("div", [](const Tensor& a, const Tensor& b) { return div(a, b, here()); });
-  m.def("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b, here()); });
-  m.def("neg", [](const Tensor& a) { return neg(a, here()); });
-  m.def("exp", [](const Tensor& a) { return exp(a, here()); });
-  m.def("log", [](const Tensor& a) { return log(a, here()); });
-  m.def("relu", [](const Tensor& a) { return relu(a, here()); });
+  m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); }, py::arg("a"), py::arg("b"));
+  m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b, here()); }, py::arg("a"), py::arg("b"));
+  m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b, here()); }, py::arg("a"), py::arg("b"));
+  m.def("div", [](const Tensor& a, const Tensor& b) { return div(a, b, here()); }, py::arg("a"), py::arg("b"));
+  m.def("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b, here()); }, py::arg("a"), py::arg("b"));
+  m.def("neg", [](const Tensor& a) { return neg(a, here()); }, py::arg("a"));
+  m.def("exp", [](const Tensor& a) { return exp(a, here()); }, py::arg("a"));
+  m.def("log", [](const Tensor& a) { return log(a, here()); }, py::arg("a"));
+  m.def("relu", [](const Tensor& a) { return relu(a, here()); }, py::arg("a"));
   m.def(
       "sum", [](const Tensor& a, std::optional<int> axis) { return axis ? sum(a, *axis, here()) : sum(a, here()); }, py::arg("a"),
       py::arg("axis") = py::none());
@@ -375,8 +375,8 @@ void bind_tensors(py::module_& m) {
   m.def(
       "copy_to", [](const Tensor& t, const std::string& dev) { return copy_to(t, Device::parse(dev), here()); },
       py::arg("tensor"), py::arg("device"));
-  m.def("linear", [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear(x, w, b, here()); });
-  m.def("relu_backward", [](const Tensor& dy, const Tensor& x) { return relu_backward(dy, x, here()); });
+  m.def("linear", [](const Tensor& x, const Tensor& w, const Tensor& b) { return linear(x, w, b, here()); }, py::arg("x"), py::arg("w"), py::arg("b"));
+  m.def("relu_backward", [](const Tensor& dy, const Tensor& x) { return relu_backward(dy, x, here()); }, py::arg("dy"), py::arg("x"));
   m.def(
       "softmax_cross_entropy",
       [](const Tensor& logits, const Tensor& labels) {
@@ -386,9 +386,9 @@ void bind_tensors(py::module_& m) {
       py::arg("logits"), py::arg("labels"), "(loss, probs): the mean cross-entropy of softmax(logits) and the softmax");
   m.def("softmax_cross_entropy_backward",
         [](const Tensor& probs, const Tensor& labels) { return softmax_cross_entropy_backward(probs, labels, here()); });
-  m.def("linear_backward_weight", [](const Tensor& dy, const Tensor& x) { return linear_backward_weight(dy, x, here()); });
-  m.def("linear_backward_bias", [](const Tensor& dy) { return linear_backward_bias(dy, here()); });
-  m.def("linear_backward_input", [](const Tensor& dy, const Tensor& w) { return linear_backward_input(dy, w, here()); });
+  m.def("linear_backward_weight", [](const Tensor& dy, const Tensor& x) { return linear_backward_weight(dy, x, here()); }, py::arg("dy"), py::arg("x"));
+  m.def("linear_backward_bias", [](const Tensor& dy) { return linear_backward_bias(dy, here()); }, py::arg("dy"));
+  m.def("linear_backward_input", [](const Tensor& dy, const Tensor& w) { return linear_backward_input(dy, w, here()); }, py::arg("dy"), py::arg("w"));
   m.def("add_", [](Tensor& a, const Tensor& b) { add_(a, b, here()); }, py::arg("a"), py::arg("b"), "a += b, in place");
   m.def(
       "adam_step_",

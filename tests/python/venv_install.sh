@@ -32,6 +32,12 @@ where=$("$venv/bin/python" -c "import tide, os; print(os.path.dirname(tide.__fil
   { echo "FAILED: import tide from the venv"; exit 1; }
 echo "tide from $where"
 case "$where" in "$venv"/*) ;; *) echo "FAILED: tide was not imported from the venv"; exit 1 ;; esac
+pkg=${where% *}
+for f in _tide.pyi py.typed; do
+  [ -f "$pkg/$f" ] || { echo "FAILED: the package lacks $f (type stubs)"; exit 1; }
+done
+"$venv/bin/python" "$src/python/tools/make_stubs.py" --check "$pkg/_tide.pyi" ||
+  { echo "FAILED: the installed stubs do not match the installed module"; exit 1; }
 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$src/tests/python/test_tide.py" "$src/tests/python/test_safetensors.py" ||
   { echo "FAILED: the Python tests from the venv"; exit 1; }
 "$venv/bin/python" "$src/examples/python/async_basics.py" --repeats 1 --size 64 --increments 200 | tail -2 ||
