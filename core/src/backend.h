@@ -66,6 +66,9 @@ void* alloc(int device, std::size_t nbytes);
 /// Returns a block alloc() gave. Called when a storage's last reference
 /// drops, which is after the last op using it has completed on the device.
 void free(int device, void* p) noexcept;
+/// Waits for all work queued on `device` (cudaDeviceSynchronize), keeping
+/// the calling thread's current device; errors are swallowed.
+void synchronize_device(int device) noexcept;
 /// Bytes of `device`'s memory now handed out to storages (throws
 /// tide::DeviceError for a device this process does not have).
 std::uint64_t memory_used(int device);

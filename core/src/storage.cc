@@ -57,6 +57,10 @@ void use_cuda_device(int device) {
   backend::set_device(device);
 }
 
+void synchronize_cuda_device(int device) noexcept {
+  if (device >= 0 && device < cuda_device_count()) backend::synchronize_device(device);
+}
+
 std::uint64_t cuda_memory_in_use(int device) {
   return backend::memory_used(device);
 }

@@ -49,8 +49,8 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& dims) {
     } else if (dims[i] < 0) {
       throw ShapeError(op_prefix(name) + "extents " + dims_str(dims) +
                        (dims[i] == -1 ? ": only one may be -1" : ": an extent is negative"));
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      throw ShapeError(op_prefix(name) + "extents " + dims_str(dims) + " multiply past 2^63 - 1");
     }
   }
   std::vector<std::int64_t> out = dims;
@@ -215,14 +215,19 @@ Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t stop, s
   const std::int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
   start = bound(start, lo, hi);
   stop = bound(stop, lo, hi);
-  const std::int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                                      : (start > stop ? (start - stop - step - 1) / -step : 0);
+  // Written so that no step, INT64_MIN and INT64_MAX included, overflows.
+  std::int64_t count = 0;
+  if (step > 0 && stop > start) count = (stop - start - 1) / step + 1;
+  if (step < 0 && start > stop) count = step == INT64_MIN ? 1 : (start - stop - 1) / -step + 1;
   const std::vector<std::int64_t> from = contiguous_strides(a.shape());
   Shape shape;
   std::vector<std::int64_t> strides;
   for (int d = 0; d < a.ndim(); ++d) {
     shape.push_back(d == ax ? count : a.shape()[d]);
-    strides.push_back(d == ax ? from[static_cast<std::size_t>(d)] * step : from[static_cast<std::size_t>(d)]);
+    // One element or none walks nowhere along the axis: stride 0 (a huge
+    // step times the axis's stride would overflow, to no purpose).
+    const std::int64_t along = count > 1 ? from[static_cast<std::size_t>(d)] * step : 0;
+    strides.push_back(d == ax ? along : from[static_cast<std::size_t>(d)]);
   }
   const std::int64_t offset = count > 0 ? start * from[static_cast<std::size_t>(ax)] : 0;
   return strided(a, shape, strides, offset, loc);

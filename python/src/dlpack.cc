@@ -57,7 +57,14 @@ struct Export {
   DLManagedTensor managed{};
 };
 
-void delete_export(DLManagedTensor* self) { delete static_cast<Export*>(self->manager_ctx); }
+/// The consumer is done with the tensor. On a GPU it may still have kernels
+/// queued that read it, on streams tide does not order against, so the
+/// device finishes its work before tide may reuse the memory.
+void delete_export(DLManagedTensor* self) {
+  auto* e = static_cast<Export*>(self->manager_ctx);
+  if (e->storage->device().is_cuda()) synchronize_cuda_device(e->storage->device().index);
+  delete e;
+}
 
 /// A capsule no consumer took (renamed) still owns its tensor.
 void capsule_destructor(PyObject* capsule) {

@@ -135,8 +135,10 @@ Tensor get_item(const Tensor& t, const py::object& key) {
   int consumed = 0, ellipses = 0;
   for (const py::handle item : items) {
     if (item.is_none()) continue;
+    if (PyBool_Check(item.ptr()))  // numpy reads a bool as a mask, not as 0 or 1
+      throw py::type_error("tide tensors take no boolean indices (masks)");
     if (item.ptr() == Py_Ellipsis) ++ellipses;
-    else if (py::isinstance<py::int_>(item) || py::isinstance<py::slice>(item)) ++consumed;
+    else if (PyIndex_Check(item.ptr()) || py::isinstance<py::slice>(item)) ++consumed;  // ints, numpy's ints
     else
       throw py::type_error("tide tensors take ints, slices, None and ... as indices, not " +
                            std::string(py::str(py::type::of(item).attr("__name__"))));
@@ -165,9 +167,17 @@ Tensor get_item(const Tensor& t, const py::object& key) {
       strides.push_back(0);
     } else if (item.ptr() == Py_Ellipsis) {
       for (int k = t.ndim() - consumed; k > 0; --k) keep_axis();
-    } else if (py::isinstance<py::int_>(item)) {
+    } else if (PyIndex_Check(item.ptr())) {
       const std::int64_t n = t.shape()[axis];
-      std::int64_t i = item.cast<std::int64_t>();
+      const py::int_ index = py::reinterpret_steal<py::int_>(PyNumber_Index(item.ptr()));
+      if (!index) throw py::error_already_set();
+      const long long wide = PyLong_AsLongLong(index.ptr());
+      if (wide == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw py::index_error("index " + py::repr(index).cast<std::string>() + " is out of range for axis " +
+                              std::to_string(axis) + " of extent " + std::to_string(n));
+      }
+      std::int64_t i = wide;
       if (i < -n || i >= n)
         throw py::index_error("index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
                               " of extent " + std::to_string(n));
@@ -179,7 +189,8 @@ Tensor get_item(const Tensor& t, const py::object& key) {
       const auto n = static_cast<std::size_t>(t.shape()[axis]);
       if (!py::reinterpret_borrow<py::slice>(item).compute(n, &start, &stop, &step, &length))
         throw py::error_already_set();
-      const auto st = static_cast<std::int64_t>(static_cast<py::ssize_t>(step));
+      // One element or none walks nowhere: stride 0 (a huge step would overflow).
+      const auto st = length > 1 ? static_cast<std::int64_t>(static_cast<py::ssize_t>(step)) : 0;
       shape.push_back(static_cast<std::int64_t>(length));
       strides.push_back(from[static_cast<std::size_t>(axis)] * st);
       if (length > 0) offset += static_cast<std::int64_t>(start) * from[static_cast<std::size_t>(axis)];
@@ -267,8 +278,14 @@ void bind_tensors(py::module_& m) {
       .def(
           "permute",
           [](const Tensor& t, const py::args& order) {
-            std::vector<std::int64_t> o = dims_of(order);
-            return permute(t, std::vector<int>(o.begin(), o.end()), here());
+            std::vector<int> o;
+            for (std::int64_t a : dims_of(order)) {
+              if (a < -t.ndim() || a >= t.ndim())
+                throw ShapeError("permute: axis " + std::to_string(a) + " is out of range for shape " +
+                                 t.shape().str());
+              o.push_back(static_cast<int>(a));
+            }
+            return permute(t, o, here());
           },
           "a copy with the axes in the given order")
       .def_property_readonly(

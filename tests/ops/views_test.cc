@@ -1,6 +1,7 @@
 // Views share their base's storage (and its ordering); the copying layout
 // ops (transpose, permute, slice, select, strided) against references
 // computed here by index arithmetic.
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -95,6 +96,10 @@ TEST_P(ViewsTest, SliceFollowsPythonsRules) {
         EXPECT_EQ(s.to_vector<float>(), python_slice(start, stop, step))
             << "[" << start << ":" << stop << ":" << step << "]";
       }
+  constexpr std::int64_t kBig = std::numeric_limits<std::int64_t>::max(), kSmall = std::numeric_limits<std::int64_t>::min();
+  EXPECT_EQ(slice(a, 0, 0, 10, kBig).to_vector<float>(), std::vector<float>{0});  // numpy: one element
+  EXPECT_EQ(slice(a, 0, 9, -20, kSmall).to_vector<float>(), std::vector<float>{9});
+  EXPECT_EQ(slice(a, 0, kSmall, kBig, 4).to_vector<float>(), (std::vector<float>{0, 4, 8}));
   Tensor m = from_vector(iota(12), {3, 4});
   EXPECT_EQ(slice(m, 1, 1, 3).to_vector<float>(), (std::vector<float>{1, 2, 5, 6, 9, 10}));
   EXPECT_EQ(slice(m, 0, -1, -4, -2).to_vector<float>(), (std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3}));
@@ -117,6 +122,7 @@ TEST_P(ViewsTest, BadShapesAndAxesAreRefusedBeforeAnythingIsQueued) {
   EXPECT_REJECTED(ShapeError, reshape(a, {5, -1}));
   EXPECT_REJECTED(ShapeError, reshape(a, {-1, -1}));
   EXPECT_REJECTED(ShapeError, reshape(a, {2, 2}));
+  EXPECT_REJECTED(ShapeError, reshape(a, {std::int64_t{1} << 40, std::int64_t{1} << 40, -1}));
   EXPECT_REJECTED(ShapeError, squeeze(a, 0));
   EXPECT_REJECTED(ShapeError, unsqueeze(a, 3));
   EXPECT_REJECTED(ShapeError, transpose(a, 0, 2));

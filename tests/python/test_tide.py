@@ -548,6 +548,14 @@ def test_basic_indexing_as_numpy():
         t[0, 0, 0, 0]
     with pytest.raises(TypeError, match="ints, slices, None"):
         t["a"]
+    np.testing.assert_array_equal(t[np.int64(1), np.int32(-1)].numpy(), x[1, -1])  # numpy's ints index too
+    with pytest.raises(TypeError, match="boolean"):
+        t[True]
+    with pytest.raises(IndexError):
+        t[2**70]
+    np.testing.assert_array_equal(t[::2**62].numpy(), x[::2**62])
+    with pytest.raises(tide.ShapeError, match="out of range"):
+        t.permute(2**32, 1, 0)
 
 
 def test_numpy_sees_values_and_repr_shows_floats():

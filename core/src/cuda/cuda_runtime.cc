@@ -199,6 +199,13 @@ void free(int device, void* p) noexcept {
   if (cudaFreeAsync(p, m.stream) != cudaSuccess) cudaGetLastError();
 }
 
+void synchronize_device(int device) noexcept {
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) current = device;
+  if (cudaSetDevice(device) == cudaSuccess && cudaDeviceSynchronize() != cudaSuccess) cudaGetLastError();
+  if (cudaSetDevice(current) != cudaSuccess) cudaGetLastError();
+}
+
 std::uint64_t memory_used(int device) {
   if (device < 0 || device >= device_count())
     throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");

@@ -7,6 +7,7 @@
 // storage as input and output, and each element is read before it is written
 // by the same thread.
 #include <cstdint>
+#include <limits>
 
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
@@ -74,9 +75,14 @@ void launch_map(void* out, std::int64_t n, F f, void* stream, const In*... in) {
   TIDE_CUDA_LAUNCH_CHECK();
 }
 
+/// The largest count a kernel may index in 32 bits: the grid-stride loop's
+/// index passes n by up to one grid's threads before the loop ends, and
+/// must not overflow meanwhile.
+constexpr std::int64_t kMax32 = std::numeric_limits<std::int32_t>::max() - kThreads * kMaxBlocks;
+
 /// out[i] = f(a[ia], b[ib]), the input offsets found from i along the map
 /// (a division per axis; the map has few axes once merged). Index is 32-bit
-/// where the output has fewer than 2^31 elements: 64-bit division is several
+/// where the output's count is at most kMax32: 64-bit division is several
 /// times slower on the GPU.
 template <typename T, typename Index, typename F>
 __global__ void broadcast_kernel(const T* a, const T* b, T* out, BroadcastMap m, Index n, F f) {
@@ -135,7 +141,7 @@ struct CudaMaps {
     const auto* x = static_cast<const T*>(a);
     const auto* y = static_cast<const T*>(b);
     auto* o = static_cast<T*>(out);
-    if (n < (std::int64_t{1} << 31))
+    if (n <= kMax32)
       broadcast_kernel<T, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
           x, y, o, m, static_cast<std::int32_t>(n), f);
     else
@@ -148,13 +154,12 @@ struct CudaMaps {
     const std::int64_t n = m.numel();
     if (n == 0) return;
     // Every offset reached lies in [0, input elements), and the input is no
-    // larger than 2^63; 32-bit indexing needs the largest offset below 2^31.
+    // larger than 2^63; 32-bit indexing needs the largest offset within kMax32.
     std::int64_t reach = m.offset;
     for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
     const auto* x = static_cast<const T*>(in);
     auto* o = static_cast<T*>(out);
-    constexpr std::int64_t k32 = std::int64_t{1} << 31;
-    if (n < k32 && reach < k32)
+    if (n <= kMax32 && reach <= kMax32)
       gather_kernel<T, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
           x, o, m, static_cast<std::int32_t>(n));
     else

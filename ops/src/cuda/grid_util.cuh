@@ -12,12 +12,13 @@
 namespace tide::cuda_kernels {
 
 inline constexpr int kThreads = 256;
+/// The most blocks grid_for gives: one grid is at most kThreads * kMaxBlocks threads.
+inline constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 16;
 
 /// Blocks for a grid-stride loop over `work` items. The cap keeps the grid
 /// well inside gridDim.x's limit while still filling every SM many times
 /// over; the loops do not depend on the grid size for their results.
 inline unsigned grid_for(std::int64_t work) {
-  constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 16;
   const std::int64_t blocks = (work + kThreads - 1) / kThreads;
   return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
 }

@@ -50,6 +50,11 @@ std::string cuda_device_unshareable(int device);
 /// Makes cuda:`device` the calling thread's current CUDA device (throws
 /// tide::DeviceError without it).
 void use_cuda_device(int device);
+/// Waits until cuda:`device` has finished all work queued on it, by any
+/// stream of this process (tide's or another library's); the calling
+/// thread's current device is left as it was. Does nothing without the CUDA
+/// backend or for a device this process does not have; never throws.
+void synchronize_cuda_device(int device) noexcept;
 /// Bytes held by live storages on cpu:`device`, in every engine of this
 /// process (throws tide::DeviceError outside [0, kMaxCpuDevices)).
 std::uint64_t cpu_memory_in_use(int device);
