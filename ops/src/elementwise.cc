@@ -38,22 +38,34 @@ template <bool InPlace, typename Kernel>
     return push_new(e, name, shape, a.dtype(), a.device(), std::move(reads), std::move(kernel), loc);
 }
 
-/// The result's shape when a and b differ: numpy's broadcast, which in
-/// place must be a's own shape.
-template <bool InPlace>
-[[gnu::noinline]] Shape broadcast_result(const char* name, const Tensor& a, const Tensor& b) {
-  Shape out = broadcast_shapes(name, a.shape(), b.shape());
+/// a op b flat, the result shaped `out`: one kernel call over n elements.
+template <BinaryOp Op, bool InPlace>
+[[gnu::always_inline]] inline auto binary_flat(Engine& e, const char* name, const Tensor& a, const Tensor& b,
+                                               const Shape& out, Loc loc) {
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
+  const std::int64_t n = out.numel();
+  const DType dt = a.dtype();
+  return push_like<InPlace>(
+      e, name, a, out, {a.storage(), b.storage()},
+      [fn, dt, n](const OpContext& ctx) {
+        fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
+      },
+      loc);
+}
+
+/// a op b for shapes that differ, out of line: numpy's broadcast (in place,
+/// it must be a's own shape). Shapes that differ only by axes of extent 1
+/// lay their elements out alike and take the flat kernel; others walk a
+/// broadcast map.
+template <BinaryOp Op, bool InPlace>
+[[gnu::noinline]] auto binary_broadcast(Engine& e, const char* name, const Tensor& a, const Tensor& b, Loc loc) {
+  const Shape out = broadcast_shapes(name, a.shape(), b.shape());
   if (InPlace && out != a.shape())
     throw ShapeError(op_prefix(name) + "b of shape " + b.shape().str() + " does not broadcast to a's shape " +
                      a.shape().str() + " (the result would be " + out.str() +
                      "; an in-place op keeps a's shape)");
-  return out;
-}
-
-/// a op b along a broadcast map: the slow path, out of line.
-template <BinaryOp Op, bool InPlace>
-[[gnu::noinline]] auto binary_broadcast(Engine& e, const char* name, const Tensor& a, const Tensor& b,
-                                        const Shape& out, Loc loc) {
+  if (a.numel() == out.numel() && b.numel() == out.numel()) return binary_flat<Op, InPlace>(e, name, a, b, out, loc);
   const Device dev = a.device();
   const auto fn = kernel_for(name, dev, kernels::elementwise(dev).broadcast[slot(Op)]);
   const kernels::BroadcastMap map = broadcast_map(out, a.shape(), b.shape());
@@ -66,26 +78,15 @@ template <BinaryOp Op, bool InPlace>
       loc);
 }
 
-/// a op b, into a new tensor or (InPlace) into a. Operands of one shape (or
-/// of shapes that differ only by axes of extent 1, which lay their elements
-/// out alike) take the flat kernel; others broadcast.
+/// a op b, into a new tensor or (InPlace) into a: equal shapes on the
+/// straight path, others broadcast.
 template <BinaryOp Op, bool InPlace = false>
 [[gnu::always_inline]] inline auto binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
   check_same_dtype(name, a, b);
-  const bool same = a.shape() == b.shape();
-  const Shape out = same ? a.shape() : broadcast_result<InPlace>(name, a, b);
-  const std::int64_t n = out.numel();
-  if (!same && (a.numel() != n || b.numel() != n)) return binary_broadcast<Op, InPlace>(e, name, a, b, out, loc);
-  const Device dev = a.device();
-  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).binary[slot(Op)]);
-  const DType dt = a.dtype();
-  return push_like<InPlace>(
-      e, name, a, out, {a.storage(), b.storage()},
-      [fn, dt, n](const OpContext& ctx) {
-        fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
-      },
-      loc);
+  if (a.shape() != b.shape()) [[unlikely]]
+    return binary_broadcast<Op, InPlace>(e, name, a, b, loc);
+  return binary_flat<Op, InPlace>(e, name, a, b, a.shape(), loc);
 }
 
 /// An i32 division by a scalar zero is known on the frontend: refuse it
