@@ -31,7 +31,7 @@ cmake --build "$work/build" >"$work/build.log" 2>&1 || fail "building the consum
 # z = ones * ones + 2 is 3 everywhere, summed over the ranks; rank 0 alone
 # prints it, once, and the summary that counts the 100 steps.
 check_output() {
-  [ "$(grep -c "sum over $3 ranks: tensor(\[\[$4, $4\]\]" <<<"$1")" -eq 1 ] && [ "$(grep -c "steps 100" <<<"$1")" -eq 1 ] ||
+  [ "$(grep -c "sum over $3 ranks: tensor(\[\[$4\., $4\.\]\]" <<<"$1")" -eq 1 ] && [ "$(grep -c "steps 100" <<<"$1")" -eq 1 ] ||
     fail "$2 did not print its result once: $1"
 }
 out=$("$work/build/first_program" 2>&1) || fail "the consumer failed alone: $out"
@@ -48,6 +48,9 @@ if [ -d "$pkg/tide" ]; then
     'import tide; tide.init(); print("python:", (tide.ones([2]) * 2 + 1).numpy().tolist())' 2>&1) ||
     fail "the installed Python package did not import: $out"
   grep -q "python: \[3.0, 3.0\]" <<<"$out" || fail "the installed Python package computed: $out"
+  for f in _tide.pyi py.typed; do
+    [ -f "$pkg/tide/$f" ] || fail "the installed Python package lacks $f (its type stubs)"
+  done
   python_note=", and the Python package imported from it"
 fi
 echo "check_install: OK: installed from $build, a consumer configured, built and ran alone and on 2 ranks$python_note"
