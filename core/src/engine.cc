@@ -154,6 +154,7 @@ void Engine::push(OpDesc&& op) {
   if (kind >= kStreamKinds) throw UsageError("bad stream kind " + std::to_string(kind));
   int stream_index = device_slot(op.device) * kStreamKinds + kind;
   const std::uint64_t push_index = push_count_++;
+  for (int i = 0; i < op.writes.size(); ++i) ++op.writes[i]->var().version;
   submit(std::move(op), stream_index, push_index);
   counters_->pushed.store(push_count_, std::memory_order_relaxed);
 }

@@ -1,6 +1,7 @@
 // The one header a tide user includes.
 #pragma once
 
+#include <tide/core/autograd.h>
 #include <tide/core/cpu_cache.h>
 #include <tide/core/device.h>
 #include <tide/core/dtype.h>
@@ -10,6 +11,7 @@
 #include <tide/core/stats.h>
 #include <tide/core/sync_policy.h>
 #include <tide/core/tensor.h>
+#include <tide/ops/autograd.h>
 #include <tide/ops/creation.h>
 #include <tide/ops/elementwise.h>
 #include <tide/ops/views.h>

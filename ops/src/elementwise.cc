@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "autograd/record.h"
 #include "broadcast_map.h"
 #include "kernels.h"
 #include "op_util.h"
@@ -138,34 +139,104 @@ template <UnaryOp Op>
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) { return detail::broadcast_shapes("broadcast_shapes", a, b); }
 
-Tensor add(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::add>("add", a, b, loc); }
-Tensor sub(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::sub>("sub", a, b, loc); }
-Tensor mul(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::mul>("mul", a, b, loc); }
-Tensor div(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::div>("div", a, b, loc); }
+namespace {
+
+using autograd::wants;
+
+/// The result of an op of two tensors, recorded when either needs a gradient.
+[[gnu::always_inline]] inline Tensor recorded(Tensor out, autograd::Binary op, const Tensor& a, const Tensor& b,
+                                              Loc loc) {
+  if (wants(a, b)) [[unlikely]] autograd::record_binary(op, out, a, b, loc);
+  return out;
+}
+[[gnu::always_inline]] inline Tensor recorded(Tensor out, autograd::Scalar op, const Tensor& a, double s, Loc loc) {
+  if (wants(a)) [[unlikely]] autograd::record_scalar(op, out, a, s, loc);
+  return out;
+}
+[[gnu::always_inline]] inline Tensor recorded(Tensor out, autograd::Unary op, const Tensor& a, Loc loc) {
+  if (wants(a)) [[unlikely]] autograd::record_unary(op, out, a, loc);
+  return out;
+}
+
+/// In-place ops are not recorded: refused on tensors that need a gradient
+/// while grad mode is on (before anything is pushed).
+[[gnu::always_inline]] inline void check_in_place(const char* name, const Tensor& a, const Tensor* b = nullptr) {
+  if (a.autograd_meta() || (b && b->autograd_meta())) [[unlikely]] autograd::refuse_in_place(name, a, b);
+}
+
+}  // namespace
+
+using autograd::Binary;
+using autograd::Scalar;
+using autograd::Unary;
+
+Tensor add(const Tensor& a, const Tensor& b, Loc loc) {
+  return recorded(binary<BinaryOp::add>("add", a, b, loc), Binary::add, a, b, loc);
+}
+Tensor sub(const Tensor& a, const Tensor& b, Loc loc) {
+  return recorded(binary<BinaryOp::sub>("sub", a, b, loc), Binary::sub, a, b, loc);
+}
+Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
+  return recorded(binary<BinaryOp::mul>("mul", a, b, loc), Binary::mul, a, b, loc);
+}
+Tensor div(const Tensor& a, const Tensor& b, Loc loc) {
+  return recorded(binary<BinaryOp::div>("div", a, b, loc), Binary::div, a, b, loc);
+}
+// Piecewise constant: its result needs no gradient (as torch.eq's).
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::eq>("eq", a, b, loc); }
 
-Tensor add(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::add, false>("add", a, s, loc); }
-Tensor sub(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::sub, false>("sub", a, s, loc); }
-Tensor rsub(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::sub, true>("rsub", a, s, loc); }
-Tensor mul(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::mul, false>("mul", a, s, loc); }
-Tensor div(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::div, false>("div", a, s, loc); }
-Tensor rdiv(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::div, true>("rdiv", a, s, loc); }
+Tensor add(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::add, false>("add", a, s, loc), Scalar::add, a, s, loc);
+}
+Tensor sub(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::sub, false>("sub", a, s, loc), Scalar::sub, a, s, loc);
+}
+Tensor rsub(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::sub, true>("rsub", a, s, loc), Scalar::rsub, a, s, loc);
+}
+Tensor mul(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::mul, false>("mul", a, s, loc), Scalar::mul, a, s, loc);
+}
+Tensor div(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::div, false>("div", a, s, loc), Scalar::div, a, s, loc);
+}
+Tensor rdiv(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::div, true>("rdiv", a, s, loc), Scalar::rdiv, a, s, loc);
+}
 
-Tensor neg(const Tensor& a, Loc loc) { return unary<UnaryOp::neg>("neg", a, false, loc); }
-Tensor exp(const Tensor& a, Loc loc) { return unary<UnaryOp::exp>("exp", a, true, loc); }
-Tensor log(const Tensor& a, Loc loc) { return unary<UnaryOp::log>("log", a, true, loc); }
-Tensor relu(const Tensor& a, Loc loc) { return unary<UnaryOp::relu>("relu", a, false, loc); }
+Tensor neg(const Tensor& a, Loc loc) { return recorded(unary<UnaryOp::neg>("neg", a, false, loc), Unary::neg, a, loc); }
+Tensor exp(const Tensor& a, Loc loc) { return recorded(unary<UnaryOp::exp>("exp", a, true, loc), Unary::exp, a, loc); }
+Tensor log(const Tensor& a, Loc loc) { return recorded(unary<UnaryOp::log>("log", a, true, loc), Unary::log, a, loc); }
+Tensor relu(const Tensor& a, Loc loc) {
+  return recorded(unary<UnaryOp::relu>("relu", a, false, loc), Unary::relu, a, loc);
+}
 
-void add_(Tensor& a, const Tensor& b, Loc loc) { binary<BinaryOp::add, true>("add_", a, b, loc); }
-void sub_(Tensor& a, const Tensor& b, Loc loc) { binary<BinaryOp::sub, true>("sub_", a, b, loc); }
-void mul_(Tensor& a, const Tensor& b, Loc loc) { binary<BinaryOp::mul, true>("mul_", a, b, loc); }
-void add_(Tensor& a, double s, Loc loc) { with_scalar<BinaryOp::add, false, true>("add_", a, s, loc); }
-void mul_(Tensor& a, double s, Loc loc) { with_scalar<BinaryOp::mul, false, true>("mul_", a, s, loc); }
+void add_(Tensor& a, const Tensor& b, Loc loc) {
+  check_in_place("add_", a, &b);
+  binary<BinaryOp::add, true>("add_", a, b, loc);
+}
+void sub_(Tensor& a, const Tensor& b, Loc loc) {
+  check_in_place("sub_", a, &b);
+  binary<BinaryOp::sub, true>("sub_", a, b, loc);
+}
+void mul_(Tensor& a, const Tensor& b, Loc loc) {
+  check_in_place("mul_", a, &b);
+  binary<BinaryOp::mul, true>("mul_", a, b, loc);
+}
+void add_(Tensor& a, double s, Loc loc) {
+  check_in_place("add_", a);
+  with_scalar<BinaryOp::add, false, true>("add_", a, s, loc);
+}
+void mul_(Tensor& a, double s, Loc loc) {
+  check_in_place("mul_", a);
+  with_scalar<BinaryOp::mul, false, true>("mul_", a, s, loc);
+}
 
 void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   const char* name = "copy_";
   Engine& e = engine_of(name, dst, "dst");
   engine_of(name, src, "src");
+  check_in_place(name, dst, &src);
   check_same_dtype(name, dst, src);
   check_same_shape(name, dst, src);
   const std::size_t nbytes = dst.nbytes();
@@ -198,6 +269,7 @@ Tensor copy_to(const Tensor& src, Device device, Loc loc) {
   op.writes.add(out.storage());
   op.loc = loc;
   e.push(std::move(op));
+  if (wants(src)) autograd::record_copy_to(out, src, loc);
   return out;
 }
 

@@ -13,6 +13,9 @@
 //   template <typename T>
 //   static void gather(const void* in, void* out, const StridedMap& map,
 //                      void* stream);
+//   template <typename T>
+//   static void scatter_add(const void* in, void* out, const StridedMap& map,
+//                           void* stream);
 //
 // (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T, and
 // the second along a broadcast map), and the same table-building code serves
@@ -52,6 +55,13 @@ struct ElementwiseTable {
     });
   }
 
+  static void strided_scatter_add(DType dtype, const void* in, void* out, const StridedMap& map, void* stream) {
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      Maps::template scatter_add<T>(in, out, map, stream);
+    });
+  }
+
   /// The scalar is converted to T here, on the host (static_cast, i32
   /// truncating toward zero), for every device.
   template <typename F, bool Reversed>
@@ -83,6 +93,7 @@ struct ElementwiseTable {
     TIDE_BINARY_OPS(TIDE_FILL_BINARY)
     TIDE_UNARY_OPS(TIDE_FILL_UNARY)
     t.strided_copy = &strided_copy;
+    t.strided_scatter_add = &strided_scatter_add;
 #undef TIDE_FILL_BINARY
 #undef TIDE_FILL_UNARY
     return t;

@@ -115,6 +115,9 @@ struct Elementwise {
   BinaryFn binary[kBinaryOps] = {};
   BroadcastFn broadcast[kBinaryOps] = {};
   StridedCopyFn strided_copy = nullptr;
+  /// The reverse: out's element along `map` += in's element i (several i
+  /// may reach one element of out, where a stride is 0). `out` never aliases `in`.
+  StridedCopyFn strided_scatter_add = nullptr;
   ScalarFn scalar[kBinaryOps] = {};    // a op s
   ScalarFn rscalar[kBinaryOps] = {};   // s op a
   UnaryFn unary[kUnaryOps] = {};

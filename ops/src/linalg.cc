@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "autograd/record.h"
 #include "gemm_precision.h"
 #include "kernels.h"
 #include "op_util.h"
@@ -81,12 +82,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Loc 
   const auto fn = kernels::kernel_for(name, a.device(), kernels::linalg(a.device()).gemm);
   const DType dt = a.dtype();
   const MatmulPrecision p = gemm_precision(dt);
-  return push_new(
+  Tensor out = push_new(
       e, name, Shape{m, n}, dt, a.device(), {a.storage(), b.storage()},
       [fn, d, dt, p](const OpContext& ctx) {
         fn(ctx.native_stream, dt, p, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), d);
       },
       loc);
+  if (autograd::wants(a, b)) autograd::record_matmul(out, a, b, trans_a, trans_b, loc);
+  return out;
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, Loc loc) { return matmul(a, b, false, false, loc); }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "autograd/record.h"
 #include "gemm_precision.h"
 #include "kernels.h"
 #include "nn_checks.h"
@@ -53,12 +54,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Loc loc) {
   const auto fn = kernel_for(name, x.device(), kernels::nn(x.device()).linear);
   const DType dt = x.dtype();
   const MatmulPrecision p = gemm_precision(dt);
-  return push_new(
+  Tensor y = push_new(
       e, name, Shape{n, out}, dt, x.device(), {x.storage(), w.storage(), b.storage()},
       [fn, d, dt, p](const OpContext& ctx) {
         fn(ctx.native_stream, dt, p, ctx.in<void>(0), ctx.in<void>(1), ctx.in<void>(2), ctx.out<void>(0), d);
       },
       loc);
+  if (autograd::wants(x, w, b)) autograd::record_linear(y, x, w, b, loc);
+  return y;
 }
 
 namespace {
@@ -86,7 +89,9 @@ Tensor linear_backward_weight(const Tensor& dy, const Tensor& x, Loc loc) {
   const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = x.shape()[1];
   // dw [out, in] = dy^T [out, N] x [N, in].
   const GemmDims d = gemm_dims(name, out, in, n, true, false);
-  return push_gemm(e, name, dy, x, d, loc);
+  Tensor dw = push_gemm(e, name, dy, x, d, loc);
+  if (autograd::wants(dy, x)) autograd::record_not_differentiable(name, dw, {&dy, &x}, loc);
+  return dw;
 }
 
 Tensor linear_backward_bias(const Tensor& dy, Loc loc) {
@@ -98,12 +103,14 @@ Tensor linear_backward_bias(const Tensor& dy, Loc loc) {
   const std::int64_t rows = dy.shape()[0], cols = dy.shape()[1];
   const auto fn = kernel_for(name, dy.device(), kernels::nn(dy.device()).column_sums);
   const DType dt = dy.dtype();
-  return push_new(
+  Tensor db = push_new(
       e, name, Shape{cols}, dt, dy.device(), {dy.storage()},
       [fn, dt, rows, cols](const OpContext& ctx) {
         fn(ctx.native_stream, dt, ctx.in<void>(0), ctx.out<void>(0), rows, cols);
       },
       loc);
+  if (autograd::wants(dy)) autograd::record_not_differentiable(name, db, {&dy}, loc);
+  return db;
 }
 
 Tensor linear_backward_input(const Tensor& dy, const Tensor& w, Loc loc) {
@@ -112,7 +119,9 @@ Tensor linear_backward_input(const Tensor& dy, const Tensor& w, Loc loc) {
   const std::int64_t n = dy.shape()[0], out = dy.shape()[1], in = w.shape()[1];
   // dx [N, in] = dy [N, out] w [out, in].
   const GemmDims d = gemm_dims(name, n, in, out, false, false);
-  return push_gemm(e, name, dy, w, d, loc);
+  Tensor dx = push_gemm(e, name, dy, w, d, loc);
+  if (autograd::wants(dy, w)) autograd::record_not_differentiable(name, dx, {&dy, &w}, loc);
+  return dx;
 }
 
 // ---------------------------------------------------------------------------
@@ -126,12 +135,14 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x, Loc loc) {
   const std::int64_t n = dy.numel();
   const auto fn = kernel_for(name, dy.device(), kernels::nn(dy.device()).relu_backward);
   const DType dt = dy.dtype();
-  return push_new(
+  Tensor dx = push_new(
       e, name, dy.shape(), dt, dy.device(), {dy.storage(), x.storage()},
       [fn, dt, n](const OpContext& ctx) {
         fn(ctx.native_stream, dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n);
       },
       loc);
+  if (autograd::wants(dy, x)) autograd::record_not_differentiable(name, dx, {&dy, &x}, loc);
+  return dx;
 }
 
 SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Loc loc) {
@@ -152,6 +163,9 @@ SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& la
            rows, classes);
       },
       loc);
+  // The loss is differentiable; probs, like torch's, would need softmax's own
+  // backward, which tide does not have: they are a result that needs none.
+  if (autograd::wants(logits)) autograd::record_softmax_cross_entropy(r.loss, r.probs, logits, labels, loc);
   return r;
 }
 
@@ -163,12 +177,14 @@ Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels,
   const std::int64_t rows = probs.shape()[0], classes = probs.shape()[1];
   const auto fn = kernel_for(name, probs.device(), kernels::nn(probs.device()).softmax_cross_entropy_backward);
   const DType dt = probs.dtype();
-  return push_new(
+  Tensor d = push_new(
       e, name, probs.shape(), dt, probs.device(), {probs.storage(), labels.storage()},
       [fn, dt, rows, classes](const OpContext& ctx) {
         fn(ctx.native_stream, dt, ctx.in<void>(0), ctx.in<std::int32_t>(1), ctx.out<void>(0), rows, classes);
       },
       loc);
+  if (autograd::wants(probs)) autograd::record_not_differentiable(name, d, {&probs}, loc);
+  return d;
 }
 
 // ---------------------------------------------------------------------------

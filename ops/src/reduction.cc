@@ -17,6 +17,7 @@
 
 #include <string>
 
+#include "autograd/record.h"
 #include "kernels.h"
 #include "op_util.h"
 
@@ -58,15 +59,24 @@ Tensor reduce(const char* name, ReduceOp op, Engine& e, const Tensor& a, const S
       loc);
 }
 
+autograd::Reduce grad_kind(ReduceOp op) {
+  return op == ReduceOp::sum ? autograd::Reduce::sum : op == ReduceOp::mean ? autograd::Reduce::mean
+                                                                             : autograd::Reduce::max;
+}
+
 Tensor reduce_all(const char* name, ReduceOp op, const Tensor& a, Loc loc) {
   Engine& e = engine_for(name, a);
-  return reduce(name, op, e, a, Shape{}, extents_all(a.shape()), loc);
+  Tensor out = reduce(name, op, e, a, Shape{}, extents_all(a.shape()), loc);
+  if (autograd::wants(a)) autograd::record_reduce(grad_kind(op), out, a, std::nullopt, loc);
+  return out;
 }
 
 Tensor reduce_along(const char* name, ReduceOp op, const Tensor& a, int axis, Loc loc) {
   Engine& e = engine_for(name, a);
   const int ax = normalize_axis(name, a, axis);
-  return reduce(name, op, e, a, a.shape().without(ax), extents_along(a.shape(), ax), loc);
+  Tensor out = reduce(name, op, e, a, a.shape().without(ax), extents_along(a.shape(), ax), loc);
+  if (autograd::wants(a)) autograd::record_reduce(grad_kind(op), out, a, ax, loc);
+  return out;
 }
 
 }  // namespace

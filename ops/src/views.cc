@@ -5,8 +5,10 @@
 #include <memory>
 #include <string>
 
+#include "autograd/record.h"
 #include "kernels.h"
 #include "op_util.h"
+#include "views_internal.h"
 
 namespace tide {
 
@@ -14,7 +16,12 @@ namespace {
 
 using namespace detail;
 
-Tensor view_as(const Tensor& a, const Shape& shape) { return Tensor(a.storage(), shape, a.dtype()); }
+/// A handle on a's storage with another shape; recorded as a view of a.
+Tensor view_as(const char* name, const Tensor& a, const Shape& shape) {
+  Tensor out(a.storage(), shape, a.dtype());
+  if (autograd::wants(a)) autograd::record_view(name, out, a);
+  return out;
+}
 
 std::string dims_str(const std::vector<std::int64_t>& dims) {
   std::string s = "[";
@@ -64,12 +71,12 @@ Tensor reshape(const Tensor& a, const std::vector<std::int64_t>& dims) {
   if (shape.numel() != a.numel())
     throw ShapeError(op_prefix(name) + "shape " + a.shape().str() + " (" + std::to_string(a.numel()) +
                      " elements) cannot be viewed as " + shape.str() + " (" + std::to_string(shape.numel()) + ")");
-  return view_as(a, shape);
+  return view_as(name, a, shape);
 }
 
 Tensor flatten(const Tensor& a) {
   engine_of("flatten", a, "a");
-  return view_as(a, Shape{a.numel()});
+  return view_as("flatten", a, Shape{a.numel()});
 }
 
 Tensor squeeze(const Tensor& a, int axis) {
@@ -79,7 +86,7 @@ Tensor squeeze(const Tensor& a, int axis) {
   if (a.shape()[ax] != 1)
     throw ShapeError(op_prefix(name) + "axis " + std::to_string(axis) + " of shape " + a.shape().str() +
                      " has extent " + std::to_string(a.shape()[ax]) + ", not 1");
-  return view_as(a, a.shape().without(ax));
+  return view_as(name, a, a.shape().without(ax));
 }
 
 Tensor squeeze(const Tensor& a) {
@@ -87,7 +94,7 @@ Tensor squeeze(const Tensor& a) {
   Shape s;
   for (std::int64_t e : a.shape())
     if (e != 1) s.push_back(e);
-  return view_as(a, s);
+  return view_as("squeeze", a, s);
 }
 
 Tensor unsqueeze(const Tensor& a, int axis) {
@@ -103,24 +110,24 @@ Tensor unsqueeze(const Tensor& a, int axis) {
     if (d == at) s.push_back(1);  // ShapeError past kMaxDims
     if (d < nd) s.push_back(a.shape()[d]);
   }
-  return view_as(a, s);
+  return view_as(name, a, s);
 }
 
-Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
-               Loc loc) {
-  const char* name = "strided";
-  Engine& e = engine_of(name, a, "a");
+namespace {
+
+/// The map of strided(a, shape, strides, offset) over an `a` of `n`
+/// elements, after checking that every element it reaches lies in a.
+std::shared_ptr<const kernels::StridedMap> strided_map(const char* name, std::int64_t n, const Shape& shape,
+                                                       const std::vector<std::int64_t>& strides,
+                                                       std::int64_t offset) {
   if (static_cast<int>(strides.size()) != shape.ndim())
     throw ShapeError(op_prefix(name) + std::to_string(strides.size()) + " strides for shape " + shape.str());
-  const Device dev = a.device();
-  const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_copy);
   auto map = std::make_shared<kernels::StridedMap>();
   map->offset = offset;
   if (shape.numel() > 0) {
     // The lowest and highest elements reached must lie in a. Overflow cannot
     // hide a bad stride: each term is bounded by a's size before it is formed.
     std::int64_t lo = offset, hi = offset;
-    const std::int64_t n = a.numel();
     bool inside = offset >= 0 && offset < n;
     for (int d = 0; d < shape.ndim() && inside; ++d) {
       const std::int64_t s = strides[static_cast<std::size_t>(d)], last = shape[d] - 1;
@@ -150,13 +157,46 @@ Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64
     map->ndim = 1;
     map->extent[0] = shape.numel();
   }
+  return map;
+}
+
+}  // namespace
+
+Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
+               Loc loc) {
+  const char* name = "strided";
+  Engine& e = engine_of(name, a, "a");
+  const Device dev = a.device();
+  const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_copy);
+  auto map = strided_map(name, a.numel(), shape, strides, offset);
   const DType dt = a.dtype();
-  return push_new(
+  Tensor out = push_new(
       e, name, shape, dt, dev, {a.storage()},
-      [fn, dt, map = std::shared_ptr<const kernels::StridedMap>(std::move(map))](const OpContext& ctx) {
+      [fn, dt, map = std::move(map)](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
       },
       loc);
+  if (autograd::wants(a)) autograd::record_strided(out, a, strides, offset, loc);
+  return out;
+}
+
+Tensor detail::strided_scatter_add(const Tensor& src, const Shape& shape, const std::vector<std::int64_t>& strides,
+                                   std::int64_t offset, Loc loc) {
+  const char* name = "strided_scatter_add";
+  Engine& e = engine_of(name, src, "src");
+  const Device dev = src.device();
+  const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_scatter_add);
+  auto map = strided_map(name, shape.numel(), src.shape(), strides, offset);
+  const DType dt = src.dtype();
+  Tensor out = zeros(shape, {dt, dev}, loc);
+  push_into(
+      e, name, dev, {src.storage()}, {out.storage()},
+      [fn, dt, map = std::move(map)](const OpContext& ctx) {
+        fn(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
+      },
+      loc);
+  if (autograd::wants(src)) autograd::record_not_differentiable(name, out, {&src}, loc);
+  return out;
 }
 
 Tensor permute(const Tensor& a, const std::vector<int>& order, Loc loc) {

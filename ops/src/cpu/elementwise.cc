@@ -90,6 +90,30 @@ struct CpuMaps {
       }
     }
   }
+
+  /// gather's walk, adding into the input's places instead of reading them
+  /// (in index order, so sums over a zero stride are reproducible).
+  template <typename T>
+  static void scatter_add(const void* in, void* out, const StridedMap& m, void*) {
+    const std::int64_t total = m.numel();
+    if (total == 0) return;
+    const T* x = static_cast<const T*>(in);
+    T* o = static_cast<T*>(out);
+    const int inner = m.ndim - 1;
+    const std::int64_t n = m.extent[inner], s = m.stride[inner];
+    std::int64_t index[StridedMap::kMaxDims] = {};
+    std::int64_t off = m.offset;
+    for (std::int64_t done = 0; done < total; done += n, x += n) {
+      T* os = o + off;
+      for (std::int64_t i = 0; i < n; ++i) os[i * s] += x[i];
+      for (int d = inner - 1; d >= 0; --d) {
+        off += m.stride[d];
+        if (++index[d] < m.extent[d]) break;
+        off -= m.stride[d] * m.extent[d];
+        index[d] = 0;
+      }
+    }
+  }
 };
 
 }  // namespace

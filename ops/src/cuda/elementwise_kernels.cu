@@ -8,6 +8,7 @@
 // by the same thread.
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
@@ -122,6 +123,61 @@ __global__ void gather_kernel(const T* in, T* out, StridedMap m, Index n) {
   }
 }
 
+/// out[offset + sum_d index_d * stride_d] += in[i]: gather_kernel's walk
+/// in reverse. Atomic where the map reaches an element more than once (a
+/// zero stride: the sum's order then varies run to run); a plain add where
+/// each element is reached once (every slice, select and permute).
+template <typename T, typename Index, bool Atomic>
+__global__ void scatter_add_kernel(const T* in, T* out, StridedMap m, Index n) {
+  const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
+  for (Index i = first; i < n; i += stride) {
+    Index rest = i, at = static_cast<Index>(m.offset);
+    for (int d = m.ndim - 1; d > 0; --d) {
+      const Index extent = static_cast<Index>(m.extent[d]);
+      at += (rest % extent) * static_cast<Index>(m.stride[d]);
+      rest /= extent;
+    }
+    at += rest * static_cast<Index>(m.stride[0]);
+    if constexpr (Atomic) atomicAdd(out + at, in[i]);
+    else out[at] += in[i];
+  }
+}
+
+/// Whether `m` reaches an element twice: some axis of extent > 1 has
+/// stride 0, or two axes' reaches overlap (sorted by stride, each must step
+/// past everything the smaller ones span).
+inline bool overlaps(const StridedMap& m) {
+  std::int64_t step[StridedMap::kMaxDims], ext[StridedMap::kMaxDims];
+  int k = 0;
+  for (int d = 0; d < m.ndim; ++d) {
+    if (m.extent[d] <= 1) continue;
+    if (m.stride[d] == 0) return true;
+    step[k] = m.stride[d] < 0 ? -m.stride[d] : m.stride[d];
+    ext[k++] = m.extent[d];
+  }
+  for (int i = 1; i < k; ++i)  // insertion sort by step: at most 6 axes
+    for (int j = i; j > 0 && step[j] < step[j - 1]; --j) {
+      std::swap(step[j], step[j - 1]);
+      std::swap(ext[j], ext[j - 1]);
+    }
+  std::int64_t span = 0;  // the farthest the smaller axes reach
+  for (int i = 0; i < k; ++i) {
+    if (step[i] <= span) return true;
+    span += step[i] * (ext[i] - 1);
+  }
+  return false;
+}
+
+template <typename T, bool Atomic>
+void launch_scatter_add(const T* x, T* o, const StridedMap& m, std::int64_t n, std::int64_t reach, void* stream) {
+  if (n <= kMax32 && reach <= kMax32)
+    scatter_add_kernel<T, std::int32_t, Atomic><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+        x, o, m, static_cast<std::int32_t>(n));
+  else
+    scatter_add_kernel<T, std::int64_t, Atomic><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
+  TIDE_CUDA_LAUNCH_CHECK();
+}
+
 /// The launches behind the table (elementwise_table.h).
 struct CudaMaps {
   template <typename T, typename F>
@@ -165,6 +221,18 @@ struct CudaMaps {
     else
       gather_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
     TIDE_CUDA_LAUNCH_CHECK();
+  }
+
+  template <typename T>
+  static void scatter_add(const void* in, void* out, const StridedMap& m, void* stream) {
+    const std::int64_t n = m.numel();
+    if (n == 0) return;
+    std::int64_t reach = m.offset;
+    for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
+    const auto* x = static_cast<const T*>(in);
+    auto* o = static_cast<T*>(out);
+    if (overlaps(m)) launch_scatter_add<T, true>(x, o, m, n, reach, stream);
+    else launch_scatter_add<T, false>(x, o, m, n, reach, stream);
   }
 };
 

@@ -29,6 +29,10 @@ struct VarState {
   std::array<StreamPoint, kMaxReaders> readers{};  // since last_write, one per stream
   int nreaders = 0;
   bool written = false;  // any op has written this storage yet
+  /// Ops pushed so far that write this storage (every engine counts them):
+  /// autograd compares it to see whether a tensor saved for a backward was
+  /// overwritten since.
+  std::uint64_t version = 0;
 };
 
 class Storage {

@@ -18,6 +18,7 @@ namespace tide {
 
 class Engine;
 class Tensor;
+struct AutogradMeta;  // <tide/core/autograd.h>
 
 /// What `os << t` takes: converting the tensor to it captures the caller's
 /// source location, so printing (an implicit blocker) is counted at the
@@ -66,6 +67,28 @@ class Tensor {
   template <typename T>
   std::vector<T> to_vector(Loc loc = Loc::current()) const;
 
+  // Automatic differentiation (<tide/core/autograd.h>, <tide/ops/autograd.h>).
+
+  /// Whether gradients flow to this tensor: a leaf marked so, or the result
+  /// of an op recorded while one of its inputs required them.
+  bool requires_grad() const;
+  /// Marks a leaf (or unmarks it); throws tide::UsageError on a tensor made
+  /// by a recorded op (use detach() first) and tide::DTypeError for i32.
+  /// Copies of this handle made afterwards share the mark and the gradient.
+  Tensor& set_requires_grad(bool on = true);
+  /// True for a tensor no recorded op made (whether or not it requires grad).
+  bool is_leaf() const;
+  /// A leaf's accumulated gradient; undefined until a backward reaches it.
+  Tensor grad() const;
+  /// Replaces a leaf's gradient (an undefined tensor clears it, as
+  /// zero_grad does); g must have this tensor's shape, dtype and device.
+  void set_grad(const Tensor& g);
+  /// The same storage, shape and dtype, outside any graph: no op on it is
+  /// recorded (it shares the values, so an in-place op on it is seen here).
+  Tensor detach() const;
+  const std::shared_ptr<AutogradMeta>& autograd_meta() const { return autograd_; }
+  void set_autograd_meta(std::shared_ptr<AutogradMeta> m) { autograd_ = std::move(m); }
+
   /// Throws tide::UndefinedTensorError when undefined, tide::UsageError when
   /// its engine is not the current one.
   Engine& engine() const;
@@ -79,6 +102,7 @@ class Tensor {
   std::shared_ptr<Storage> storage_;
   Shape shape_;
   DType dtype_ = DType::f32;
+  std::shared_ptr<AutogradMeta> autograd_;
 };
 
 /// Implicit blocker: prints values, shape, dtype and device (`os << t`).

@@ -1,0 +1,100 @@
+// Backward formulas of the elementwise ops and copy_to.
+#include <tide/ops/elementwise.h>
+#include <tide/ops/nn.h>
+
+#include "node.h"
+#include "record.h"
+#include "shape_grad.h"
+
+namespace tide::autograd {
+
+using Grads = std::vector<Tensor>;
+
+void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc loc) {
+  const Shape sa = a.shape(), sb = b.shape();
+  switch (op) {
+    case Binary::add:
+      return record("add", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node&, Loc l) {
+        return Grads{sum_to(g, sa, l), sum_to(g, sb, l)};
+      });
+    case Binary::sub:
+      return record("sub", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node& n, Loc l) {
+        return Grads{sum_to(g, sa, l), n.needs_grad(1) ? neg(sum_to(g, sb, l), l) : Tensor()};
+      });
+    case Binary::mul: {
+      // Each input's gradient needs the other input: save only those needed.
+      const SavedTensor xa = needs(b) ? SavedTensor(a) : SavedTensor();
+      const SavedTensor xb = needs(a) ? SavedTensor(b) : SavedTensor();
+      return record("mul", loc, out, {&a, &b}, [sa, sb, xa, xb](const Tensor& g, const Node& n, Loc l) {
+        Grads r(2);
+        if (n.needs_grad(0)) r[0] = sum_to(mul(g, xb.get(n), l), sa, l);
+        if (n.needs_grad(1)) r[1] = sum_to(mul(g, xa.get(n), l), sb, l);
+        return r;
+      });
+    }
+    case Binary::div: {
+      // d(a/b)/db = -(a/b)/b: the output saves recomputing the quotient.
+      const SavedTensor xb(b);
+      const SavedTensor xo = needs(b) ? SavedTensor(out) : SavedTensor();
+      return record("div", loc, out, {&a, &b}, [sa, sb, xb, xo](const Tensor& g, const Node& n, Loc l) {
+        Grads r(2);
+        const Tensor bv = xb.get(n);
+        if (n.needs_grad(0)) r[0] = sum_to(div(g, bv, l), sa, l);
+        if (n.needs_grad(1)) r[1] = neg(sum_to(div(mul(g, xo.get(n), l), bv, l), sb, l), l);
+        return r;
+      });
+    }
+  }
+}
+
+void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
+  switch (op) {
+    case Scalar::add:
+      return record("add", loc, out, {&a}, [](const Tensor& g, const Node&, Loc) { return Grads{g}; });
+    case Scalar::sub:
+      return record("sub", loc, out, {&a}, [](const Tensor& g, const Node&, Loc) { return Grads{g}; });
+    case Scalar::rsub:
+      return record("rsub", loc, out, {&a}, [](const Tensor& g, const Node&, Loc l) { return Grads{neg(g, l)}; });
+    case Scalar::mul:
+      return record("mul", loc, out, {&a}, [s](const Tensor& g, const Node&, Loc l) { return Grads{mul(g, s, l)}; });
+    case Scalar::div:
+      return record("div", loc, out, {&a}, [s](const Tensor& g, const Node&, Loc l) { return Grads{div(g, s, l)}; });
+    case Scalar::rdiv: {
+      // d(s/a)/da = -(s/a)/a.
+      const SavedTensor xa(a), xo(out);
+      return record("rdiv", loc, out, {&a}, [xa, xo](const Tensor& g, const Node& n, Loc l) {
+        return Grads{neg(div(mul(g, xo.get(n), l), xa.get(n), l), l)};
+      });
+    }
+  }
+}
+
+void record_unary(Unary op, Tensor& out, const Tensor& a, Loc loc) {
+  switch (op) {
+    case Unary::neg:
+      return record("neg", loc, out, {&a}, [](const Tensor& g, const Node&, Loc l) { return Grads{neg(g, l)}; });
+    case Unary::exp: {
+      const SavedTensor xo(out);
+      return record("exp", loc, out, {&a},
+                    [xo](const Tensor& g, const Node& n, Loc l) { return Grads{mul(g, xo.get(n), l)}; });
+    }
+    case Unary::log: {
+      const SavedTensor xa(a);
+      return record("log", loc, out, {&a},
+                    [xa](const Tensor& g, const Node& n, Loc l) { return Grads{div(g, xa.get(n), l)}; });
+    }
+    case Unary::relu: {
+      const SavedTensor xa(a);
+      return record("relu", loc, out, {&a},
+                    [xa](const Tensor& g, const Node& n, Loc l) { return Grads{relu_backward(g, xa.get(n), l)}; });
+    }
+  }
+}
+
+void record_copy_to(Tensor& out, const Tensor& src, Loc loc) {
+  const Device from = src.device();
+  record("copy_to", loc, out, {&src},
+         [from](const Tensor& g, const Node&, Loc l) { return Grads{copy_to(g, from, l)}; });
+}
+
+}  // namespace tide::autograd

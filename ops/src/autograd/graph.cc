@@ -1,0 +1,209 @@
+// The graph's bookkeeping and backward(): a walk from the root that runs
+// each node once all the gradients reaching it have been summed.
+#include <tide/ops/autograd.h>
+
+#include <atomic>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <tide/core/error.h>
+#include <tide/ops/creation.h>
+#include <tide/ops/elementwise.h>
+
+#include "node.h"
+#include "record.h"
+
+namespace tide {
+namespace autograd {
+
+namespace {
+std::atomic<std::uint64_t> g_next_seq{0};
+}
+
+Node::Node(const char* name, Loc loc)
+    : name_(name), loc_(loc), seq_(g_next_seq.fetch_add(1, std::memory_order_relaxed)) {}
+
+std::string Node::describe() const { return std::string("'") + name_ + "' (called at " + format_call_site(loc_) + ")"; }
+
+SavedTensor::SavedTensor(const Tensor& t) : t_(t.detach()), version_(t.storage()->var().version) {}
+
+Tensor SavedTensor::get(const Node& owner) const {
+  if (t_.storage()->var().version != version_)
+    throw UsageError("backward: a tensor that " + owner.describe() +
+                     " saved for its gradient has been written in place since; its backward would "
+                     "read the new values. Write a copy instead, or run the in-place op after backward");
+  return t_;
+}
+
+AccumulateGrad::AccumulateGrad(std::shared_ptr<AutogradMeta> leaf)
+    : Node("accumulate_grad", Loc()), leaf_(std::move(leaf)) {}
+
+Edge edge_of(const Tensor& t) {
+  const auto& m = t.autograd_meta();
+  if (!m || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn};
+  std::shared_ptr<Node> acc = m->accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(m);
+    m->accumulator = acc;
+  }
+  return {std::move(acc)};
+}
+
+void attach(Tensor& out, std::shared_ptr<Node> node) {
+  auto m = std::make_shared<AutogradMeta>();
+  m->requires_grad = true;
+  m->grad_fn = std::move(node);
+  out.set_autograd_meta(std::move(m));
+}
+
+void record_not_differentiable(const char* name, Tensor& out, std::initializer_list<const Tensor*> inputs,
+                               Loc loc) {
+  record(name, loc, out, inputs, [](const Tensor&, const Node& self, Loc) -> std::vector<Tensor> {
+    throw UsageError("backward: tide has no derivative for " + self.describe() +
+                     "; it is itself a backward op. Run it under NoGradGuard (tide.no_grad()), or build "
+                     "the forward from differentiable ops and call backward()");
+  });
+}
+
+void refuse_in_place(const char* name, const Tensor& a, const Tensor* b) {
+  if (!GradMode::enabled()) return;
+  const bool on_a = needs(a), on_b = b && needs(*b);
+  if (!on_a && !on_b) return;
+  throw UsageError(std::string(name) + ": an in-place op cannot be recorded for autograd, and " +
+                   (on_a ? "the tensor it writes" : "its operand b") +
+                   " requires a gradient. Use the out-of-place op, or run it with grad mode off "
+                   "(NoGradGuard in C++, tide.no_grad() in Python) as an optimizer step does");
+}
+
+}  // namespace autograd
+
+namespace {
+
+using autograd::Node;
+
+/// The order of ready nodes: the one made last first.
+struct LaterFirst {
+  bool operator()(const Node* a, const Node* b) const { return a->seq() < b->seq(); }
+};
+
+/// A leaf's first gradient becomes its .grad without a copy unless that
+/// storage is already some leaf's .grad or the caller's own `grad`: then it
+/// is copied, so no two gradients (and no caller's tensor) share values
+/// that a later in-place write would change together.
+void accumulate(AutogradMeta& leaf, Tensor g, std::unordered_set<const Storage*>& handed, Loc loc) {
+  if (leaf.grad.defined()) {
+    leaf.grad = add(leaf.grad, g, loc);
+  } else {
+    if (!handed.insert(g.storage().get()).second) {
+      g = copy_to(g, g.device(), loc);
+      handed.insert(g.storage().get());
+    }
+    leaf.grad = g.detach();
+  }
+  for (const auto& hook : leaf.post_accumulate_hooks) hook(leaf.grad);
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, Loc loc) {
+  root.check_defined("backward");
+  if (!root.requires_grad())
+    throw UsageError("backward: the tensor does not require a gradient (no leaf it depends on was marked "
+                     "with set_requires_grad / requires_grad=True, or it was made with grad mode off)");
+  Tensor seed = grad;
+  if (seed.defined()) {
+    if (seed.shape() != root.shape() || seed.dtype() != root.dtype() || seed.device() != root.device())
+      throw ShapeError("backward: grad must match the tensor (" + root.shape().str() + " " +
+                       dtype_name(root.dtype()) + " on " + root.device().str() + "), got " + seed.shape().str() +
+                       " " + dtype_name(seed.dtype()) + " on " + seed.device().str());
+  } else if (root.numel() != 1) {
+    throw ShapeError("backward: a gradient can be implied only for a tensor of one element; this one has shape " +
+                     root.shape().str() + ", so pass grad");
+  }
+  NoGradGuard no_grad;
+  if (!seed.defined()) seed = ones(root.shape(), {root.dtype(), root.device()}, loc);
+  const std::shared_ptr<Node> start = autograd::edge_of(root).node;
+
+  // How many edges reach each node from the root: a node runs once all of
+  // them have delivered (or skipped) their gradient.
+  std::unordered_map<Node*, int> pending;
+  {
+    std::vector<Node*> stack{start.get()};
+    pending[start.get()] = 0;
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (const auto& e : n->next) {
+        if (!e.node) continue;
+        auto [it, fresh] = pending.try_emplace(e.node.get(), 0);
+        ++it->second;
+        if (fresh) stack.push_back(e.node.get());
+      }
+    }
+  }
+
+  std::unordered_map<Node*, Tensor> sums;
+  std::unordered_set<const Storage*> handed;
+  if (grad.defined()) handed.insert(grad.storage().get());
+  sums[start.get()] = seed;
+  std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
+  ready.push(start.get());
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    Tensor g = std::move(sums[n]);
+    sums.erase(n);
+    if (AutogradMeta* leaf = n->leaf()) {
+      if (g.defined()) accumulate(*leaf, std::move(g), handed, loc);
+      continue;
+    }
+    if (n->released())
+      throw UsageError("backward: the graph through " + n->describe() +
+                       " was freed by an earlier backward; pass retain_graph (BackwardOptions in C++, "
+                       "retain_graph=True in Python) to the first one to run backward through it twice");
+    std::vector<Tensor> grads;
+    if (g.defined()) grads = n->apply(g, loc);
+    if (!options.retain_graph) n->release();
+    for (std::size_t i = 0; i < n->next.size(); ++i) {
+      Node* to = n->next[i].node.get();
+      if (!to) continue;
+      if (i < grads.size() && grads[i].defined()) {
+        Tensor& sum = sums[to];
+        sum = sum.defined() ? add(sum, grads[i], loc) : std::move(grads[i]);
+      }
+      if (--pending[to] != 0) continue;
+      // A leaf's accumulator runs as soon as its last contribution is in
+      // (its hooks start gradient reductions as early as they can), in the
+      // order of the op's inputs.
+      if (AutogradMeta* leaf = to->leaf()) {
+        auto it = sums.find(to);
+        if (it != sums.end()) {
+          Tensor sum = std::move(it->second);
+          sums.erase(it);
+          if (sum.defined()) accumulate(*leaf, std::move(sum), handed, loc);
+        }
+      } else {
+        ready.push(to);
+      }
+    }
+  }
+}
+
+const char* grad_fn_name(const Tensor& t) {
+  const auto& m = t.autograd_meta();
+  return m && m->grad_fn ? m->grad_fn->name() : "";
+}
+
+void register_post_accumulate_grad_hook(const Tensor& t, std::function<void(const Tensor&)> hook) {
+  t.check_defined("register_post_accumulate_grad_hook");
+  if (!t.requires_grad() || !t.is_leaf())
+    throw UsageError("register_post_accumulate_grad_hook: the tensor must be a leaf that requires a gradient");
+  if (!hook) throw ValueError("register_post_accumulate_grad_hook: the hook is empty");
+  t.autograd_meta()->post_accumulate_hooks.push_back(std::move(hook));
+}
+
+}  // namespace tide

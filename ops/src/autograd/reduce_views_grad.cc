@@ -1,0 +1,59 @@
+// Backward formulas of the reductions, the views and the strided copies.
+#include <tide/ops/elementwise.h>
+#include <tide/ops/reduction.h>
+#include <tide/ops/views.h>
+
+#include "../views_internal.h"
+#include "node.h"
+#include "record.h"
+#include "shape_grad.h"
+
+namespace tide::autograd {
+
+using Grads = std::vector<Tensor>;
+
+void record_reduce(Reduce op, Tensor& out, const Tensor& a, std::optional<int> axis, Loc loc) {
+  const Shape sa = a.shape();
+  // The gradient of the result, with the reduced axis put back as extent 1
+  // so that it broadcasts against a.
+  auto unreduce = [axis](const Tensor& g) { return axis ? unsqueeze(g, *axis) : g; };
+  switch (op) {
+    case Reduce::sum:
+      return record("sum", loc, out, {&a}, [sa, unreduce](const Tensor& g, const Node&, Loc l) {
+        return Grads{expand(unreduce(g), sa, l)};
+      });
+    case Reduce::mean: {
+      const std::int64_t count = axis ? sa[*axis] : sa.numel();
+      return record("mean", loc, out, {&a}, [sa, unreduce, count](const Tensor& g, const Node&, Loc l) {
+        return Grads{expand(div(unreduce(g), static_cast<double>(count), l), sa, l)};
+      });
+    }
+    case Reduce::max: {
+      // Shared evenly among the elements equal to the maximum (a subgradient;
+      // torch.max() over all elements does the same).
+      const SavedTensor xa(a), xo(out);
+      return record("max", loc, out, {&a}, [xa, xo, axis, unreduce](const Tensor& g, const Node& n, Loc l) {
+        const Tensor hit = eq(xa.get(n), unreduce(xo.get(n)), l);
+        const Tensor ties = axis ? unsqueeze(sum(hit, *axis, l), *axis) : sum(hit, l);
+        return Grads{mul(hit, div(unreduce(g), ties, l), l)};
+      });
+    }
+  }
+}
+
+void record_view(const char* name, Tensor& out, const Tensor& a) {
+  const Shape sa = a.shape();
+  record(name, Loc(), out, {&a}, [sa](const Tensor& g, const Node&, Loc) {
+    return Grads{reshape(g, std::vector<std::int64_t>(sa.begin(), sa.end()))};
+  });
+}
+
+void record_strided(Tensor& out, const Tensor& a, const std::vector<std::int64_t>& strides, std::int64_t offset,
+                    Loc loc) {
+  const Shape sa = a.shape();
+  record("strided", loc, out, {&a}, [sa, strides, offset](const Tensor& g, const Node&, Loc l) {
+    return Grads{detail::strided_scatter_add(g, sa, strides, offset, l)};
+  });
+}
+
+}  // namespace tide::autograd
