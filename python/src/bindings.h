@@ -17,6 +17,9 @@ void bind_comm(pybind11::module_& m);
 /// Tensor.__dlpack__, __dlpack_device__ and tide.from_dlpack (after
 /// bind_tensors).
 void bind_dlpack(pybind11::module_& m);
+/// Tensor.requires_grad, .grad, .backward() and the grad mode (after
+/// bind_tensors).
+void bind_autograd(pybind11::module_& m);
 /// tide.save, tide.load and tide.load_metadata (safetensors files).
 void bind_safetensors(pybind11::module_& m);
 

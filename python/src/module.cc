@@ -246,6 +246,7 @@ PYBIND11_MODULE(_tide, m) {
 
   bind_tensors(m);
   bind_dlpack(m);
+  bind_autograd(m);
   bind_comm(m);
   bind_safetensors(m);
 }

@@ -322,18 +322,28 @@ void bind_tensors(py::module_& m) {
 
   const char* f32 = "f32";
   const char* cpu0 = "cpu:0";
-  m.def("from_numpy", &from_numpy, py::arg("array"), py::arg("device") = cpu0,
+  m.def("from_numpy", [](py::array a, const std::string& dev, bool rg) { return from_numpy(a, dev).set_requires_grad(rg); },
+        py::arg("array"), py::arg("device") = cpu0, py::arg("requires_grad") = false,
         "a tensor holding a copy of the array (float32, float64 or int32)");
-  m.def("zeros", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return zeros(to_shape(s), options(dt, dev), here()); },
-        py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0);
-  m.def("ones", [](std::vector<std::int64_t> s, std::string dt, std::string dev) { return ones(to_shape(s), options(dt, dev), here()); },
-        py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0);
+  m.def(
+      "zeros",
+      [](std::vector<std::int64_t> s, std::string dt, std::string dev, bool rg) {
+        return zeros(to_shape(s), options(dt, dev), here()).set_requires_grad(rg);
+      },
+      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("requires_grad") = false);
+  m.def(
+      "ones",
+      [](std::vector<std::int64_t> s, std::string dt, std::string dev, bool rg) {
+        return ones(to_shape(s), options(dt, dev), here()).set_requires_grad(rg);
+      },
+      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("requires_grad") = false);
   m.def(
       "full",
-      [](std::vector<std::int64_t> s, double v, std::string dt, std::string dev) {
-        return full(to_shape(s), v, options(dt, dev), here());
+      [](std::vector<std::int64_t> s, double v, std::string dt, std::string dev, bool rg) {
+        return full(to_shape(s), v, options(dt, dev), here()).set_requires_grad(rg);
       },
-      py::arg("shape"), py::arg("value"), py::arg("dtype") = f32, py::arg("device") = cpu0);
+      py::arg("shape"), py::arg("value"), py::arg("dtype") = f32, py::arg("device") = cpu0,
+      py::arg("requires_grad") = false);
   m.def(
       "arange",
       [](double start, std::optional<double> stop, double step, std::string dt, std::string dev) {
@@ -344,16 +354,18 @@ void bind_tensors(py::module_& m) {
       py::arg("device") = cpu0);
   m.def(
       "rand",
-      [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed) {
-        return rand(to_shape(s), options(dt, dev), RandomOptions{seed}, here());
+      [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed, bool rg) {
+        return rand(to_shape(s), options(dt, dev), RandomOptions{seed}, here()).set_requires_grad(rg);
       },
-      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none());
+      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none(),
+      py::arg("requires_grad") = false);
   m.def(
       "randn",
-      [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed) {
-        return randn(to_shape(s), options(dt, dev), RandomOptions{seed}, here());
+      [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed, bool rg) {
+        return randn(to_shape(s), options(dt, dev), RandomOptions{seed}, here()).set_requires_grad(rg);
       },
-      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none());
+      py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none(),
+      py::arg("requires_grad") = false);
   m.def("manual_seed", [](std::uint64_t seed) { current_engine().manual_seed(seed); }, py::arg("seed"));
 
   m.def(

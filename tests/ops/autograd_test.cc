@@ -93,6 +93,23 @@ TEST_P(AutogradTest, LeavesNeverShareAGradientStorage) {
   EXPECT_EQ(c.grad().to_vector<float>(), (std::vector<float>{1, 1}));
 }
 
+TEST_P(AutogradTest, AHookMayWriteItsGradientInPlace) {
+  // As a reducer averaging one-gradient buckets in place does. add's
+  // backward hands b the very gradient that mul's backward reads next:
+  // b's .grad must be a copy for w's gradient to stay right.
+  Tensor x = from_vector(std::vector<double>{1, 2});
+  Tensor w = from_vector(std::vector<double>{3, 4}).set_requires_grad();
+  Tensor b = from_vector(std::vector<double>{0, 0}).set_requires_grad();
+  register_post_accumulate_grad_hook(b, [](const Tensor& g) {
+    NoGradGuard no_grad;
+    Tensor t = g;
+    mul_(t, 0.5);
+  });
+  backward(x * w + b, from_vector(std::vector<double>{10, 20}));
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{5, 10}));
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{10, 40}));
+}
+
 TEST_P(AutogradTest, ASecondBackwardNeedsARetainedGraph) {
   Tensor a = from_vector(std::vector<double>{1, 2}).set_requires_grad();
   Tensor y = sum(a * a);

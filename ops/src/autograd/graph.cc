@@ -6,7 +6,6 @@
 #include <queue>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include <tide/core/error.h>
@@ -90,18 +89,21 @@ struct LaterFirst {
   bool operator()(const Node* a, const Node* b) const { return a->seq() < b->seq(); }
 };
 
-/// A leaf's first gradient becomes its .grad without a copy unless that
-/// storage is already some leaf's .grad or the caller's own `grad`: then it
-/// is copied, so no two gradients (and no caller's tensor) share values
-/// that a later in-place write would change together.
-void accumulate(AutogradMeta& leaf, Tensor g, std::unordered_set<const Storage*>& handed, Loc loc) {
+/// How many places hold each gradient storage during a backward: a
+/// node's input buffer, each edge a node passed it on to (views and sums
+/// pass their gradient through), and the caller, for its own `grad`.
+using Uses = std::unordered_map<const Storage*, int>;
+
+/// A leaf's first gradient becomes its .grad without a copy only when
+/// nothing else holds that storage; otherwise it is copied, so that a .grad
+/// written in place (a hook's reduction does that) changes no other
+/// gradient, no tensor the rest of the backward reads, and none of the caller's.
+void accumulate(AutogradMeta& leaf, Tensor g, const Uses& uses, Loc loc) {
   if (leaf.grad.defined()) {
     leaf.grad = add(leaf.grad, g, loc);
   } else {
-    if (!handed.insert(g.storage().get()).second) {
-      g = copy_to(g, g.device(), loc);
-      handed.insert(g.storage().get());
-    }
+    const auto it = uses.find(g.storage().get());
+    if (it != uses.end() && it->second > 1) g = copy_to(g, g.device(), loc);
     leaf.grad = g.detach();
   }
   for (const auto& hook : leaf.post_accumulate_hooks) hook(leaf.grad);
@@ -147,8 +149,8 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
   }
 
   std::unordered_map<Node*, Tensor> sums;
-  std::unordered_set<const Storage*> handed;
-  if (grad.defined()) handed.insert(grad.storage().get());
+  Uses uses;
+  uses[seed.storage().get()] = grad.defined() ? 2 : 1;
   sums[start.get()] = seed;
   std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
   ready.push(start.get());
@@ -158,7 +160,7 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
     Tensor g = std::move(sums[n]);
     sums.erase(n);
     if (AutogradMeta* leaf = n->leaf()) {
-      if (g.defined()) accumulate(*leaf, std::move(g), handed, loc);
+      if (g.defined()) accumulate(*leaf, std::move(g), uses, loc);
       continue;
     }
     if (n->released())
@@ -174,6 +176,7 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
       if (i < grads.size() && grads[i].defined()) {
         Tensor& sum = sums[to];
         sum = sum.defined() ? add(sum, grads[i], loc) : std::move(grads[i]);
+        ++uses[sum.storage().get()];
       }
       if (--pending[to] != 0) continue;
       // A leaf's accumulator runs as soon as its last contribution is in
@@ -184,7 +187,7 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
         if (it != sums.end()) {
           Tensor sum = std::move(it->second);
           sums.erase(it);
-          if (sum.defined()) accumulate(*leaf, std::move(sum), handed, loc);
+          if (sum.defined()) accumulate(*leaf, std::move(sum), uses, loc);
         }
       } else {
         ready.push(to);
