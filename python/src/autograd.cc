@@ -1,9 +1,11 @@
 // Autograd for Python: Tensor.requires_grad, .grad, .backward() and the
 // grad mode behind tide.no_grad() (python/tide/_grad.py).
 #include <pybind11/functional.h>
+#include <pybind11/stl.h>
 #include <pybind11/pybind11.h>
 
 #include <optional>
+#include <string>
 
 #include <tide/tide.h>
 

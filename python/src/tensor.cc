@@ -419,6 +419,8 @@ void bind_tensors(py::module_& m) {
   m.def("linear_backward_bias", [](const Tensor& dy) { return linear_backward_bias(dy, here()); }, py::arg("dy"));
   m.def("linear_backward_input", [](const Tensor& dy, const Tensor& w) { return linear_backward_input(dy, w, here()); }, py::arg("dy"), py::arg("w"));
   m.def("add_", [](Tensor& a, const Tensor& b) { add_(a, b, here()); }, py::arg("a"), py::arg("b"), "a += b, in place");
+  m.def("copy_", [](Tensor& dst, const Tensor& src) { copy_(dst, src, here()); }, py::arg("dst"), py::arg("src"),
+        "dst = src, in place (same shape and dtype, any devices)");
   m.def(
       "adam_step_",
       [](Tensor& p, const Tensor& g, Tensor& m1, Tensor& m2, std::int64_t step, double lr, double beta1, double beta2,

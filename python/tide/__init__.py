@@ -11,6 +11,15 @@ and blockers (Tensor.item, Tensor.numpy, repr).
     with rt.step():               # a minibatch, for the sync policy
         ...
     tide.wait_all()
+
+Autograd, modules and optimizers, as PyTorch's:
+
+    model = tide.nn.Sequential(tide.nn.Linear(64, 128), tide.nn.ReLU(), tide.nn.Linear(128, 10))
+    opt = tide.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss = tide.nn.CrossEntropyLoss()(model(x), labels)
+    opt.zero_grad()
+    loss.backward()               # queues the backward ops, returns at once
+    opt.step()
 """
 import atexit as _atexit
 import os as _os
@@ -26,6 +35,9 @@ try:
     from ._tide import shutdown as _shutdown
 finally:
     _sys.setdlopenflags(_flags)
+
+from . import nn, optim  # noqa: E402,F401
+from ._grad import enable_grad, no_grad  # noqa: E402,F401
 
 # Finish queued work and MPI before the interpreter tears modules down.
 _atexit.register(_shutdown)
