@@ -68,6 +68,17 @@ Run::Run(Communicator& comm_, const Split& data_, const TrainConfig& cfg_, const
       total(total_steps(cfg, steps_per_epoch, ranks)),
       model(model_for(e, data, cfg)),
       reducer(comm, model.params, {cfg.bucket_mb, ReduceOp::avg, cfg.first_bucket_mb}) {
+  // The parameters are autograd's leaves. Each one's gradient goes to the
+  // reducer as soon as backward has summed it (so a full bucket starts
+  // reducing while the layers below are still being pushed); the reducer
+  // keeps it, and sums micro-batches itself, so .grad is cleared again.
+  for (std::size_t i = 0; i < model.params.size(); ++i) {
+    model.params[i].set_requires_grad();
+    register_post_accumulate_grad_hook(model.params[i], [this, i](const Tensor& g) {
+      reducer.push_gradient(static_cast<int>(i), g);
+      model.params[i].set_grad(Tensor());
+    });
+  }
   for (const Tensor& p : model.params) {
     state1.push_back(zeros(p.shape(), {cfg.dtype, dev}));
     if (adam) state2.push_back(zeros(p.shape(), {cfg.dtype, dev}));

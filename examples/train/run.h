@@ -28,6 +28,9 @@ struct Batch {
 /// ends. Every rank builds the same one.
 struct Run {
   Run(Communicator& comm, const Split& data, const TrainConfig& cfg, const Progress& progress);
+  // The parameters' gradient hooks hold `this`.
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
 
   Communicator& comm;
   const Split& data;

@@ -112,6 +112,7 @@ void resume(Run& run) {
     run.start = static_cast<std::int64_t>(meta[1]);
     run.log_from = static_cast<std::int64_t>(meta[2]);
     if (run.rank == 0) {
+      NoGradGuard no_grad;  // writes the parameters in place
       auto all = run.everything();
       for (std::size_t i = 0; i < all.size(); ++i)
         copy_(*all[i], run.to_dev(host_tensor(ck->tensors[i], all[i]->shape(), all[i]->dtype())));

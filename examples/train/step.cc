@@ -17,27 +17,19 @@ BackwardRange micro_batch(Run& run, std::int64_t step, const std::vector<std::in
   Tensor x = run.to_dev(host_tensor(batch.x, Shape{run.cfg.batch, run.data.train.features}, run.cfg.dtype));
   Tensor y = run.to_dev(from_vector(batch.y));
 
-  Model& model = run.model;
-  Activations act = forward(model, x);
+  Activations act = forward(run.model, x);
   auto [loss, probs] = softmax_cross_entropy(act.logits, y);
-  add_(run.loss_sum, loss);
+  add_(run.loss_sum, loss.detach());
   add_(run.correct_sum, sum(eq(argmax(act.logits, 1), y)));
 
-  // Backward, last layer first: each layer's parameter gradients go to
-  // the reducer before its input gradient is computed, so a full bucket
-  // starts reducing while the layers below still compute.
-  GradientReducer& reducer = run.reducer;
+  // Backward through autograd: the last layer's gradients come first, and
+  // each parameter's hook (run.cc) hands it to the reducer as soon as it is
+  // summed, before the layers below are pushed. The loss is a mean over the
+  // micro-batch; over the step it is the mean of the micro-batches' means,
+  // so each one's gradient counts 1/K (the reducer sums them).
   const std::uint64_t bwd_begin = run.e.pushed();
-  Tensor d = softmax_cross_entropy_backward(probs, y);
-  // The loss is a mean over the micro-batch; over the step it is the mean
-  // of the micro-batches' means, so each one's gradient counts 1/K (the
-  // reducer sums them).
-  if (run.cfg.accum_steps > 1) d = mul(d, 1.0 / run.cfg.accum_steps);
-  for (int l = model.layers() - 1; l >= 0; --l) {
-    reducer.push_gradient(2 * l, linear_backward_weight(d, act.inputs[static_cast<std::size_t>(l)]));
-    reducer.push_gradient(2 * l + 1, linear_backward_bias(d));
-    if (l > 0) d = relu_backward(linear_backward_input(d, model.w(l)), act.pre[static_cast<std::size_t>(l) - 1]);
-  }
+  const int k = run.cfg.accum_steps;
+  backward(loss, k > 1 ? full(Shape{}, 1.0 / k, {run.cfg.dtype, run.dev}) : Tensor());
   return {bwd_begin, run.e.pushed(), step};
 }
 
@@ -89,6 +81,7 @@ double test_accuracy(Run& run, Batch& batch) {
     std::vector<std::int64_t> rows(static_cast<std::size_t>(r1 - r0));
     for (std::int64_t i = r0; i < r1; ++i) rows[static_cast<std::size_t>(i - r0)] = i;
     gather_rows(test, rows, batch.x, batch.y);
+    NoGradGuard no_grad;  // evaluation records no graph
     Tensor logits =
         forward(run.model, run.to_dev(host_tensor(batch.x, Shape{r1 - r0, test.features}, run.cfg.dtype))).logits;
     add_(correct, sum(eq(argmax(logits, 1), run.to_dev(from_vector(batch.y)))));
