@@ -16,7 +16,9 @@
 #include <tide/ops/elementwise.h>
 #include <tide/ops/views.h>
 #include <tide/ops/linalg.h>
+#include <tide/ops/modules.h>
 #include <tide/ops/nn.h>
+#include <tide/ops/optimizers.h>
 #include <tide/ops/reduction.h>
 #include <tide/ops/safetensors.h>
 #include <tide/comm/communicator.h>
