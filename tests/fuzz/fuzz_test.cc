@@ -158,6 +158,42 @@ std::vector<Op> ops() {
   for (auto [name, f] : {std::pair<const char*, ReduceAxis>{"sum(axis)", sum}, {"mean(axis)", mean},
                          {"max(axis)", max}, {"argmax", argmax}})
     op(name, [f = f](Case& c) { f(c.pool.pick(c.in), c.in.axis(), Loc::current()); });
+  // Views and the copies that reorder.
+  op("reshape", [](Case& c) {
+    std::vector<std::int64_t> dims = c.in.extents();
+    if (!dims.empty() && c.in.chance(30)) dims[static_cast<std::size_t>(c.in.below(static_cast<int>(dims.size())))] = -1;
+    reshape(c.pool.pick(c.in), dims);
+  });
+  op("squeeze", [](Case& c) { squeeze(c.pool.pick(c.in), c.in.axis()); });
+  op("unsqueeze", [](Case& c) { unsqueeze(c.pool.pick(c.in), c.in.axis()); });
+  op("transpose", [](Case& c) { transpose(c.pool.pick(c.in), c.in.axis(), c.in.axis()); });
+  op("permute", [](Case& c) {
+    std::vector<int> order(static_cast<std::size_t>(c.in.below(5)));
+    for (int& a : order) a = c.in.axis();
+    permute(c.pool.pick(c.in), order);
+  });
+  op("slice", [](Case& c) {
+    const std::int64_t step = c.in.pick<std::int64_t>({1, 2, -1, -3, 0, INT64_MIN, INT64_MAX});
+    slice(c.pool.pick(c.in), c.in.axis(), c.in.count(), c.in.count(), step);
+  });
+  op("select", [](Case& c) { select(c.pool.pick(c.in), c.in.axis(), c.in.count()); });
+  op("strided", [](Case& c) {
+    const Shape s = c.in.shape();
+    std::vector<std::int64_t> strides(static_cast<std::size_t>(s.ndim()));
+    for (auto& x : strides) x = c.in.count();
+    if (c.in.chance(10)) strides.push_back(1);
+    strided(c.pool.pick(c.in), s, strides, c.in.count());
+  });
+  // Autograd.
+  op("set_requires_grad", [](Case& c) { c.pool.pick(c.in).set_requires_grad(c.in.chance(70)); });
+  op("set_grad", [](Case& c) {
+    Tensor& t = c.pool.pick(c.in);
+    t.set_grad(c.in.chance(20) ? Tensor() : c.pool.pick(c.in));
+  });
+  op("backward", [](Case& c) {
+    Tensor& t = c.pool.pick(c.in);
+    backward(t, c.in.chance(50) ? c.pool.pick(c.in) : Tensor(), {.retain_graph = c.in.chance(50)});
+  });
   // Linear algebra and nn.
   op("matmul", [](Case& c) {
     const bool ta = c.in.chance(50), tb = c.in.chance(50);

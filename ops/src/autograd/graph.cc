@@ -139,6 +139,11 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
     while (!stack.empty()) {
       Node* n = stack.back();
       stack.pop_back();
+      // A freed node fails the backward here, before anything is pushed.
+      if (n->released())
+        throw UsageError("backward: the graph through " + n->describe() +
+                         " was freed by an earlier backward; pass retain_graph (BackwardOptions in C++, "
+                         "retain_graph=True in Python) to the first one to run backward through it twice");
       for (const auto& e : n->next) {
         if (!e.node) continue;
         auto [it, fresh] = pending.try_emplace(e.node.get(), 0);
@@ -163,10 +168,6 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
       if (g.defined()) accumulate(*leaf, std::move(g), uses, loc);
       continue;
     }
-    if (n->released())
-      throw UsageError("backward: the graph through " + n->describe() +
-                       " was freed by an earlier backward; pass retain_graph (BackwardOptions in C++, "
-                       "retain_graph=True in Python) to the first one to run backward through it twice");
     std::vector<Tensor> grads;
     if (g.defined()) grads = n->apply(g, loc);
     if (!options.retain_graph) n->release();
