@@ -7,6 +7,7 @@ require gradients) and sub-modules, found by assigning them as attributes.
 """
 import collections as _collections
 import math as _math
+import weakref as _weakref
 
 from . import _tide
 
@@ -232,7 +233,14 @@ class DistributedDataParallel(Module):
             p.register_post_accumulate_grad_hook(self._hook(i))
 
     def _hook(self, i):
+        # A weak reference: the hook lives in the parameter (C++), where
+        # Python's collector cannot see a cycle back to this object.
+        ref = _weakref.ref(self)
+
         def hook(grad):
+            self = ref()
+            if self is None:
+                return
             self.reducer.push_gradient(i, grad)
             if not self.reducer.syncing:
                 # The reducer sums micro-batches itself: start .grad afresh.

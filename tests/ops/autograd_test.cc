@@ -1,6 +1,7 @@
 // Autograd on the CPU backend, on both engines: every differentiable op's
 // gradient against central differences (f64), and the graph's rules
 // (leaves, grad mode, accumulation, freed graphs, in-place ops, hooks).
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,82 @@ TEST_P(AutogradTest, AHookMayWriteItsGradientInPlace) {
   backward(x * w + b, from_vector(std::vector<double>{10, 20}));
   EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{5, 10}));
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{10, 40}));
+  // The leaf first among add's inputs: still a copy.
+  b.set_grad(Tensor());
+  w.set_grad(Tensor());
+  backward(b + x * w, from_vector(std::vector<double>{10, 20}));
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{5, 10}));
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{10, 40}));
+}
+
+TEST_P(AutogradTest, APassThroughToALeafCostsNoCopy) {
+  Tensor w = ones({3}).set_requires_grad();
+  Tensor y0 = sum(w), y1 = sum(w + 1.0);
+  const std::uint64_t before = eng().stats().ops_pushed;
+  backward(y0);
+  const std::uint64_t plain = eng().stats().ops_pushed - before;
+  w.set_grad(Tensor());
+  backward(y1);
+  EXPECT_EQ(eng().stats().ops_pushed - before - plain, plain);
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{1, 1, 1}));
+}
+
+TEST_P(AutogradTest, HooksThatClearTheGradientOrAddHooksAreSafe) {
+  Tensor a = ones({2}).set_requires_grad();
+  std::vector<bool> seen;
+  register_post_accumulate_grad_hook(a, [&](const Tensor& g) {
+    seen.push_back(g.defined());
+    a.set_grad(Tensor());
+    register_post_accumulate_grad_hook(a, [&](const Tensor&) { seen.push_back(true); });
+  });
+  register_post_accumulate_grad_hook(a, [&](const Tensor& g) { seen.push_back(g.defined()); });
+  backward(sum(a));
+  EXPECT_EQ(seen, (std::vector<bool>{true, true}));
+  EXPECT_FALSE(a.grad().defined());
+}
+
+TEST_P(AutogradTest, MaxAndEmptyBroadcasts) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor a = from_vector(std::vector<double>{1, nan, 3}).set_requires_grad();
+  backward(max(a));
+  const std::vector<double> g = a.grad().to_vector<double>();
+  EXPECT_EQ(g[0], 0);
+  EXPECT_EQ(g[1], 1);
+  EXPECT_EQ(g[2], 0);
+  Tensor t = from_vector(std::vector<double>{2, 5, 5}).set_requires_grad();
+  backward(max(t));
+  EXPECT_EQ(t.grad().to_vector<double>(), (std::vector<double>{0, 0.5, 0.5}));  // ties share it
+  Tensor one = ones({1}).set_requires_grad();
+  backward(sum(one + zeros({5, 0})));
+  EXPECT_EQ(one.grad().to_vector<float>(), (std::vector<float>{0}));
+}
+
+TEST_P(AutogradTest, AFailingBackwardChangesNoGradient) {
+  Tensor a = from_vector(std::vector<double>{1, 2}).set_requires_grad();
+  Tensor b = from_vector(std::vector<double>{3, 4}).set_requires_grad();
+  Tensor za = sum(a * a);
+  backward(za);
+  const std::vector<double> ga = a.grad().to_vector<double>();
+  const Tensor both = za + sum(b * 2.0);
+  // za's graph is freed: the backward fails before it pushes anything.
+  EXPECT_REJECTED(UsageError, backward(both));
+  EXPECT_FALSE(b.grad().defined());
+  EXPECT_EQ(a.grad().to_vector<double>(), ga);
+  Tensor c = from_vector(std::vector<double>{5, 6});
+  Tensor y = sum(b * c) + sum(b * 3.0);
+  add_(c, 1.0);
+  EXPECT_REJECTED(UsageError, backward(y));
+  EXPECT_FALSE(b.grad().defined());
+}
+
+TEST_P(AutogradTest, ALongGraphIsFreedWithoutRecursion) {
+  Tensor a = zeros({1}).set_requires_grad();
+  {
+    Tensor y = a;
+    for (int i = 0; i < 300000; ++i) y = y + 1.0;
+    y.wait_to_read();
+  }  // the graph of 300,000 nodes goes here
+  SUCCEED();
 }
 
 TEST_P(AutogradTest, ASecondBackwardNeedsARetainedGraph) {

@@ -14,12 +14,12 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
   const Shape sa = a.shape(), sb = b.shape();
   switch (op) {
     case Binary::add:
-      return record("add", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node&, Loc l) {
-        return Grads{sum_to(g, sa, l), sum_to(g, sb, l)};
+      return record("add", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node& n, Loc l) {
+        return Grads{n.needs_grad(0) ? sum_to(g, sa, l) : Tensor(), n.needs_grad(1) ? sum_to(g, sb, l) : Tensor()};
       });
     case Binary::sub:
       return record("sub", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node& n, Loc l) {
-        return Grads{sum_to(g, sa, l), n.needs_grad(1) ? neg(sum_to(g, sb, l), l) : Tensor()};
+        return Grads{n.needs_grad(0) ? sum_to(g, sa, l) : Tensor(), n.needs_grad(1) ? neg(sum_to(g, sb, l), l) : Tensor()};
       });
     case Binary::mul: {
       // Each input's gradient needs the other input: save only those needed.
@@ -30,7 +30,7 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
         if (n.needs_grad(0)) r[0] = sum_to(mul(g, xb.get(n), l), sa, l);
         if (n.needs_grad(1)) r[1] = sum_to(mul(g, xa.get(n), l), sb, l);
         return r;
-      });
+      }, {xa, xb});
     }
     case Binary::div: {
       // d(a/b)/db = -(a/b)/b: the output saves recomputing the quotient.
@@ -42,7 +42,7 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
         if (n.needs_grad(0)) r[0] = sum_to(div(g, bv, l), sa, l);
         if (n.needs_grad(1)) r[1] = neg(sum_to(div(mul(g, xo.get(n), l), bv, l), sb, l), l);
         return r;
-      });
+      }, {xb, xo});
     }
   }
 }
@@ -64,7 +64,7 @@ void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
       const SavedTensor xa(a), xo(out);
       return record("rdiv", loc, out, {&a}, [xa, xo](const Tensor& g, const Node& n, Loc l) {
         return Grads{neg(div(mul(g, xo.get(n), l), xa.get(n), l), l)};
-      });
+      }, {xa, xo});
     }
   }
 }
@@ -76,17 +76,17 @@ void record_unary(Unary op, Tensor& out, const Tensor& a, Loc loc) {
     case Unary::exp: {
       const SavedTensor xo(out);
       return record("exp", loc, out, {&a},
-                    [xo](const Tensor& g, const Node& n, Loc l) { return Grads{mul(g, xo.get(n), l)}; });
+                    [xo](const Tensor& g, const Node& n, Loc l) { return Grads{mul(g, xo.get(n), l)}; }, {xo});
     }
     case Unary::log: {
       const SavedTensor xa(a);
       return record("log", loc, out, {&a},
-                    [xa](const Tensor& g, const Node& n, Loc l) { return Grads{div(g, xa.get(n), l)}; });
+                    [xa](const Tensor& g, const Node& n, Loc l) { return Grads{div(g, xa.get(n), l)}; }, {xa});
     }
     case Unary::relu: {
       const SavedTensor xa(a);
       return record("relu", loc, out, {&a},
-                    [xa](const Tensor& g, const Node& n, Loc l) { return Grads{relu_backward(g, xa.get(n), l)}; });
+                    [xa](const Tensor& g, const Node& n, Loc l) { return Grads{relu_backward(g, xa.get(n), l)}; }, {xa});
     }
   }
 }

@@ -29,12 +29,33 @@ std::string Node::describe() const { return std::string("'") + name_ + "' (calle
 
 SavedTensor::SavedTensor(const Tensor& t) : t_(t.detach()), version_(t.storage()->var().version) {}
 
-Tensor SavedTensor::get(const Node& owner) const {
-  if (t_.storage()->var().version != version_)
+void SavedTensor::check(const Node& owner) const {
+  if (t_.defined() && t_.storage()->var().version != version_)
     throw UsageError("backward: a tensor that " + owner.describe() +
                      " saved for its gradient has been written in place since; its backward would "
                      "read the new values. Write a copy instead, or run the in-place op after backward");
+}
+
+Tensor SavedTensor::get(const Node& owner) const {
+  check(owner);
   return t_;
+}
+
+Node::~Node() {
+  // Nodes that only this one holds would die inside its destructor, each
+  // inside the last: take their edges first, and let them go one by one.
+  std::vector<std::shared_ptr<Node>> dying;
+  auto take = [&dying](std::vector<Edge>& edges) {
+    for (Edge& e : edges)
+      if (e.node && e.node.use_count() == 1) dying.push_back(std::move(e.node));
+    edges.clear();
+  };
+  take(next);
+  while (!dying.empty()) {
+    std::shared_ptr<Node> n = std::move(dying.back());
+    dying.pop_back();
+    take(n->next);
+  }
 }
 
 AccumulateGrad::AccumulateGrad(std::shared_ptr<AutogradMeta> leaf)
@@ -106,7 +127,11 @@ void accumulate(AutogradMeta& leaf, Tensor g, const Uses& uses, Loc loc) {
     if (it != uses.end() && it->second > 1) g = copy_to(g, g.device(), loc);
     leaf.grad = g.detach();
   }
-  for (const auto& hook : leaf.post_accumulate_hooks) hook(leaf.grad);
+  // Copies: a hook may clear .grad (the reducer keeps the gradient) or add
+  // another hook.
+  const Tensor grad = leaf.grad;
+  const auto hooks = leaf.post_accumulate_hooks;
+  for (const auto& hook : hooks) hook(grad);
 }
 
 }  // namespace
@@ -127,7 +152,6 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
                      root.shape().str() + ", so pass grad");
   }
   NoGradGuard no_grad;
-  if (!seed.defined()) seed = ones(root.shape(), {root.dtype(), root.device()}, loc);
   const std::shared_ptr<Node> start = autograd::edge_of(root).node;
 
   // How many edges reach each node from the root: a node runs once all of
@@ -139,7 +163,9 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
     while (!stack.empty()) {
       Node* n = stack.back();
       stack.pop_back();
-      // A freed node fails the backward here, before anything is pushed.
+      // A freed node, or one whose saved tensors changed, fails the
+      // backward here, before anything is pushed.
+      n->check_saved();
       if (n->released())
         throw UsageError("backward: the graph through " + n->describe() +
                          " was freed by an earlier backward; pass retain_graph (BackwardOptions in C++, "
@@ -153,6 +179,7 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
     }
   }
 
+  if (!seed.defined()) seed = ones(root.shape(), {root.dtype(), root.device()}, loc);
   std::unordered_map<Node*, Tensor> sums;
   Uses uses;
   uses[seed.storage().get()] = grad.defined() ? 2 : 1;
@@ -169,17 +196,30 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
       continue;
     }
     std::vector<Tensor> grads;
-    if (g.defined()) grads = n->apply(g, loc);
+    if (g.defined()) {
+      grads = n->apply(g, loc);
+      // The node's ops have been pushed: a later in-place write of g is
+      // ordered after them, so this buffer no longer counts as a holder.
+      --uses[g.storage().get()];
+    }
     if (!options.retain_graph) n->release();
+    // Every gradient is placed before any accumulator runs: one that this
+    // node also hands to another edge is then seen as shared, and copied.
+    for (std::size_t i = 0; i < n->next.size() && i < grads.size(); ++i) {
+      Node* to = n->next[i].node.get();
+      if (!to || !grads[i].defined()) continue;
+      Tensor& sum = sums[to];
+      if (sum.defined()) {
+        --uses[sum.storage().get()];
+        sum = add(sum, grads[i], loc);
+      } else {
+        sum = std::move(grads[i]);
+      }
+      ++uses[sum.storage().get()];
+    }
     for (std::size_t i = 0; i < n->next.size(); ++i) {
       Node* to = n->next[i].node.get();
-      if (!to) continue;
-      if (i < grads.size() && grads[i].defined()) {
-        Tensor& sum = sums[to];
-        sum = sum.defined() ? add(sum, grads[i], loc) : std::move(grads[i]);
-        ++uses[sum.storage().get()];
-      }
-      if (--pending[to] != 0) continue;
+      if (!to || --pending[to] != 0) continue;
       // A leaf's accumulator runs as soon as its last contribution is in
       // (its hooks start gradient reductions as early as they can), in the
       // order of the op's inputs.

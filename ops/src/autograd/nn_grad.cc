@@ -29,7 +29,7 @@ void record_matmul(Tensor& out, const Tensor& a, const Tensor& b, bool ta, bool 
       r[1] = tb ? matmul(g, av, true, ta, l) : matmul(av, g, !ta, false, l);
     }
     return r;
-  });
+  }, {xa, xb});
 }
 
 void record_linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, Loc loc) {
@@ -43,7 +43,7 @@ void record_linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& 
     if (n.needs_grad(2)) r[2] = linear_backward_bias(g, l);
     if (n.needs_grad(0)) r[0] = linear_backward_input(g, xw.get(n), l);
     return r;
-  });
+  }, {xx, xw});
 }
 
 void record_softmax_cross_entropy(Tensor& loss, const Tensor& probs, const Tensor& logits, const Tensor& labels,
@@ -53,7 +53,7 @@ void record_softmax_cross_entropy(Tensor& loss, const Tensor& probs, const Tenso
          [xp, xl](const Tensor& g, const Node& n, Loc l) {
            // g is 0-d: it scales every row (one broadcast multiply).
            return Grads{mul(softmax_cross_entropy_backward(xp.get(n), xl.get(n), l), g, l)};
-         });
+         }, {xp, xl});
 }
 
 }  // namespace tide::autograd

@@ -37,6 +37,8 @@ class SavedTensor {
   explicit SavedTensor(const Tensor& t);
   /// The tensor; tide::UsageError when its storage was written since it was saved.
   Tensor get(const Node& owner) const;
+  /// The same check without the tensor (nothing when none was saved).
+  void check(const Node& owner) const;
 
  private:
   Tensor t_;
@@ -46,7 +48,9 @@ class SavedTensor {
 class Node {
  public:
   Node(const char* name, Loc loc);
-  virtual ~Node() = default;
+  /// Frees the nodes only this one holds without recursion: a graph of a
+  /// million chained ops must not overflow the stack when it is dropped.
+  virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
@@ -70,6 +74,9 @@ class Node {
   /// unless it is retained); apply then throws.
   virtual void release() = 0;
   virtual bool released() const = 0;
+  /// tide::UsageError when a saved tensor was written in place since: the
+  /// backward checks every node before it pushes anything.
+  virtual void check_saved() const {}
   /// The accumulator of a leaf, or null.
   virtual AutogradMeta* leaf() { return nullptr; }
 
@@ -83,13 +90,21 @@ class Node {
 class FnNode final : public Node {
  public:
   using Backward = std::function<std::vector<Tensor>(const Tensor& grad, const Node& self, Loc loc)>;
-  FnNode(const char* name, Loc loc, Backward fn) : Node(name, loc), fn_(std::move(fn)) {}
+  FnNode(const char* name, Loc loc, Backward fn, std::vector<SavedTensor> saved)
+      : Node(name, loc), fn_(std::move(fn)), saved_(std::move(saved)) {}
   std::vector<Tensor> apply(const Tensor& grad, Loc loc) override { return fn_(grad, *this, loc); }
-  void release() override { fn_ = nullptr; }
+  void release() override {
+    fn_ = nullptr;
+    saved_.clear();
+  }
   bool released() const override { return !fn_; }
+  void check_saved() const override {
+    for (const SavedTensor& t : saved_) t.check(*this);
+  }
 
  private:
   Backward fn_;
+  std::vector<SavedTensor> saved_;  // copies of what fn_ captured, for check_saved
 };
 
 /// Adds the gradients reaching a leaf into its .grad, then runs its hooks.
@@ -111,10 +126,11 @@ Edge edge_of(const Tensor& t);
 /// Makes `out` the result of `node` (out is a tensor the op just made).
 void attach(Tensor& out, std::shared_ptr<Node> node);
 
-/// Records `backward` as the op that made `out` from `inputs`.
+/// Records `backward` as the op that made `out` from `inputs`; `saved`
+/// lists the tensors its closure saved, for the check before a backward.
 inline void record(const char* name, Loc loc, Tensor& out, std::initializer_list<const Tensor*> inputs,
-                   FnNode::Backward backward) {
-  auto node = std::make_shared<FnNode>(name, loc, std::move(backward));
+                   FnNode::Backward backward, std::initializer_list<SavedTensor> saved = {}) {
+  auto node = std::make_shared<FnNode>(name, loc, std::move(backward), std::vector<SavedTensor>(saved));
   node->next.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next.push_back(edge_of(*t));
   attach(out, std::move(node));

@@ -30,13 +30,16 @@ void record_reduce(Reduce op, Tensor& out, const Tensor& a, std::optional<int> a
     }
     case Reduce::max: {
       // Shared evenly among the elements equal to the maximum (a subgradient;
-      // torch.max() over all elements does the same).
+      // torch.max() over all elements does the same). A NaN maximum equals
+      // nothing, so the elements that are NaN where it is take it.
       const SavedTensor xa(a), xo(out);
       return record("max", loc, out, {&a}, [xa, xo, axis, unreduce](const Tensor& g, const Node& n, Loc l) {
-        const Tensor hit = eq(xa.get(n), unreduce(xo.get(n)), l);
+        const Tensor av = xa.get(n), top = unreduce(xo.get(n));
+        const Tensor nan_here = rsub(eq(av, av, l), 1.0, l), nan_top = rsub(eq(top, top, l), 1.0, l);
+        const Tensor hit = add(eq(av, top, l), mul(nan_here, nan_top, l), l);
         const Tensor ties = axis ? unsqueeze(sum(hit, *axis, l), *axis) : sum(hit, l);
         return Grads{mul(hit, div(unreduce(g), ties, l), l)};
-      });
+      }, {xa, xo});
     }
   }
 }

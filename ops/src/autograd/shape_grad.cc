@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <tide/ops/creation.h>
 #include <tide/ops/reduction.h>
 #include <tide/ops/views.h>
 
@@ -10,6 +11,8 @@ namespace tide::autograd {
 
 Tensor sum_to(const Tensor& g, const Shape& shape, Loc loc) {
   if (g.shape() == shape) return g;
+  // Nothing to sum (an extent of 0 in the result): the gradient is zeros.
+  if (g.numel() == 0) return zeros(shape, {g.dtype(), g.device()}, loc);
   Tensor r = g;
   const int lead = g.ndim() - shape.ndim();
   if (lead > 0) {  // the leading axes, as one: a single reduction

@@ -16,10 +16,12 @@
 // no gradient. The hand-written backward ops (linear_backward_*,
 // relu_backward, softmax_cross_entropy_backward) have no derivative: a
 // backward through them throws a tide::UsageError naming them. In-place ops
-// (add_, mul_, copy_, ...) are not recorded: on a tensor that requires a
-// gradient they throw unless grad mode is off, and a tensor that a node
-// saved for its backward and that is then written in place makes that
-// backward throw rather than use the new values.
+// are not recorded: the elementwise ones and copy_ throw on a tensor that
+// requires a gradient unless grad mode is off; the optimizer steps and the
+// in-place collectives are updates and write without that check. Either
+// way, a tensor that a node saved for its backward and that is then written
+// in place makes that backward throw, before it pushes anything, rather than
+// use the new values; so does a graph freed by an earlier backward.
 //
 //   Tensor w = randn({10, 784}).set_requires_grad();
 //   Tensor b = zeros({10}).set_requires_grad();
