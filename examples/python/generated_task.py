@@ -55,3 +55,35 @@ def make_generated(train_rows, test_rows, features, classes, seed, clusters=3, n
         return x, (blob % classes).astype(np.int32)
 
     return generate(train_rows, 1), generate(test_rows, 2)
+
+
+class Sampler:
+    """examples/train/data.cc's Sampler: the rows each rank uses at each
+    step. Every epoch is a Fisher-Yates shuffle of all rows under
+    Uniform(seed * 0xD1B54A32D192ED03 + epoch); rank r's rows of step t are
+    the batch at t * batch * ranks + r * batch of it."""
+
+    def __init__(self, rows, batch, rank, ranks, seed):
+        if batch < 1:
+            raise ValueError("batch per rank must be >= 1")
+        self.rows, self.batch, self.rank, self.ranks, self.seed = rows, batch, rank, ranks, seed
+        self.steps_per_epoch = rows // (batch * ranks)
+        if self.steps_per_epoch < 1:
+            raise ValueError("the training set (%d rows) is smaller than one global batch (%d)"
+                             % (rows, batch * ranks))
+        self.epoch, self.perm = -1, None
+
+    def _shuffle(self, epoch):
+        perm = list(range(self.rows))
+        u = uniforms((self.seed * 0xD1B54A32D192ED03 + epoch) & (2**64 - 1), self.rows - 1).tolist()
+        for k, i in enumerate(range(self.rows - 1, 0, -1)):
+            j = int(u[k] * (i + 1))  # Uniform::below(i + 1)
+            perm[i], perm[j] = perm[j], perm[i]
+        self.perm, self.epoch = np.array(perm, dtype=np.int64), epoch
+
+    def rows_for(self, step):
+        epoch, t = divmod(step, self.steps_per_epoch)
+        if epoch != self.epoch:
+            self._shuffle(epoch)
+        first = t * self.batch * self.ranks + self.rank * self.batch
+        return self.perm[first:first + self.batch]

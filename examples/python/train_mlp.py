@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The data-parallel MLP trainer in Python, on tide's autograd, tide.nn and
 tide.optim: the C++ trainer's generated task (the same Philox numbers, so
-the same rows) and model (the same initial weights for the same --seed),
-SGD with momentum. Every rank takes its share of each global batch;
+the same rows), its sampler, model (the same initial weights for the same
+--seed) and SGD with momentum, so that for the same flags both print the
+same losses. Every rank takes its share of each global batch;
 DistributedDataParallel averages the gradients across ranks in buckets
 whose all-reduce starts during backward (gradient hooks); the loss is read
 back only every --log-every steps.
@@ -16,7 +17,7 @@ import time
 import numpy as np
 
 import tide
-from generated_task import make_generated
+from generated_task import Sampler, make_generated
 
 
 def make_model(widths, seed):
@@ -38,7 +39,7 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--bucket-mb", type=float, default=25.0)
-    p.add_argument("--log-every", type=int, default=100)
+    p.add_argument("--log-every", type=int, default=50)
     p.add_argument("--seed", type=int, default=1, help="weights and data order (the C++ trainer's default)")
     p.add_argument("--data-seed", type=int, default=1234, help="the generated task (the C++ trainer's)")
     p.add_argument("--json")
@@ -56,7 +57,7 @@ def main():
     opt = tide.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     loss_fn = tide.nn.CrossEntropyLoss()
     global_batch = a.batch * rt.size
-    order = np.random.default_rng(a.seed).permutation(len(ytr))
+    sampler = Sampler(len(ytr), a.batch, rt.rank, rt.size, a.seed)
     loss_sum = tide.zeros([])
     rt.log(f"tide Python trainer: {rt.size} rank(s), widths {widths}, global batch {global_batch}, {model.reducer}")
     t0 = time.perf_counter()
@@ -64,8 +65,7 @@ def main():
     for step in range(a.steps):
         tide.check_sync()
         with rt.step():
-            first = (step * global_batch + rt.rank * a.batch) % (len(ytr) - a.batch)
-            rows = order[first:first + a.batch]
+            rows = sampler.rows_for(step)
             x, y = tide.from_numpy(xtr[rows]), tide.from_numpy(ytr[rows])
             opt.zero_grad()
             loss = loss_fn(model(x), y)

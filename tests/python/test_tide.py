@@ -381,6 +381,34 @@ def _examples():
     return os.path.join(here, "..", "..", "examples", "python")
 
 
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_the_python_trainer_prints_the_cpp_trainers_losses(ranks):
+    # The same rows, sampler, initial weights, ops (autograd on both sides)
+    # and reducer: the same losses and held-out accuracy, to every digit.
+    trainer = os.environ.get("TIDE_TEST_TRAINER")
+    if not trainer:
+        pytest.skip("TIDE_TEST_TRAINER (the C++ trainer) not given")
+    mpirun = [os.environ.get("TIDE_TEST_MPIEXEC", "mpirun"), "--oversubscribe", "-np", str(ranks)]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    flags = ["--max-steps", "150", "--log-every", "50", "--bucket-mb", "0.25"]
+    py = subprocess.run([*mpirun, sys.executable, os.path.join(_examples(), "train_mlp.py"), *flags],
+                        capture_output=True, text=True, env=env, timeout=300)
+    cc = subprocess.run([*mpirun, trainer, *flags, "--epochs", "1000", "--progress", "lines"],
+                        capture_output=True, text=True, env=env, timeout=300)
+    assert py.returncode == 0 and cc.returncode == 0, py.stdout + py.stderr + cc.stdout + cc.stderr
+
+    def losses(out):
+        import re
+        return re.findall(r"^step \d+/\d+ .*? loss ([0-9.]+)", out, re.M)
+
+    def accuracy(out):
+        return out.split("held-out accuracy ")[1].split("%")[0]
+
+    assert len(losses(py.stdout)) == 3, py.stdout
+    assert losses(py.stdout) == losses(cc.stdout)[:3], py.stdout + cc.stdout
+    assert accuracy(py.stdout) == accuracy(cc.stdout), py.stdout + cc.stdout
+
+
 def test_the_python_trainer_generates_the_cpp_trainers_rows():
     # The C++ trainer's checkpoint names its data by an FNV-1a digest of the
     # rows and labels; the Python generator must give the same bytes.
