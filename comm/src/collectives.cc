@@ -18,6 +18,7 @@ MPI_Datatype mpi_type(DType t) {
   switch (t) {
     case DType::f32: return MPI_FLOAT;
     case DType::f64: return MPI_DOUBLE;
+    case DType::i64: return MPI_INT64_T;
     case DType::i32: break;
   }
   return MPI_INT;

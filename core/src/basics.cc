@@ -19,6 +19,7 @@ const char* dtype_name(DType t) {
     case DType::f32: return "f32";
     case DType::f64: return "f64";
     case DType::i32: return "i32";
+    case DType::i64: return "i64";
   }
   return "?";
 }

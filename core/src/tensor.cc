@@ -16,8 +16,8 @@
 namespace tide {
 
 std::size_t tensor_bytes(const Shape& shape, DType dtype) {
-  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32)
-    throw DTypeError("dtype value " + std::to_string(static_cast<int>(dtype)) + " is not f32, f64 or i32");
+  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32 && dtype != DType::i64)
+    throw DTypeError("dtype value " + std::to_string(static_cast<int>(dtype)) + " is not f32, f64, i32 or i64");
   std::int64_t bytes = 0;
   if (__builtin_mul_overflow(shape.numel(), static_cast<std::int64_t>(dtype_size(dtype)), &bytes))
     throw ShapeError("shape " + shape.str() + " of " + dtype_name(dtype) + " is too large: " +

@@ -155,5 +155,7 @@ template Tensor from_vector(const std::vector<std::int32_t>&, const Shape&, Devi
 template Tensor from_vector(std::vector<float>&&, const Shape&, Device, Loc);
 template Tensor from_vector(std::vector<double>&&, const Shape&, Device, Loc);
 template Tensor from_vector(std::vector<std::int32_t>&&, const Shape&, Device, Loc);
+template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, Device, Loc);
+template Tensor from_vector(std::vector<std::int64_t>&&, const Shape&, Device, Loc);
 
 }  // namespace tide

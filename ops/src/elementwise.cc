@@ -4,6 +4,7 @@
 #include <tide/ops/elementwise.h>
 #include <tide/core/copy.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -93,9 +94,9 @@ template <BinaryOp Op, bool InPlace = false>
 /// An i32 division by a scalar zero is known on the frontend: refuse it
 /// there rather than fail on the backend.
 void check_scalar_divisor(const char* name, double s, DType t) {
-  if (t == DType::i32 && static_cast<std::int32_t>(s) == 0)
+  if (!is_floating(t) && std::trunc(s) == 0.0)
     throw ValueError(op_prefix(name) + "integer division by zero (scalar " + std::to_string(s) +
-                     " truncates to 0 in i32)");
+                     " truncates to 0 in " + dtype_name(t) + ")");
 }
 
 /// The kernel computing a op s, or s op a when Reversed.
@@ -247,6 +248,23 @@ void copy_(Tensor& dst, const Tensor& src, Loc loc) {
       e, name, copy_device(to, from), {src.storage()}, {dst.storage()},
       [nbytes, to, from](const OpContext& ctx) { copy_bytes(ctx, to, ctx.out<char>(0), from, ctx.in<char>(0), nbytes); },
       loc);
+}
+
+Tensor to_dtype(const Tensor& a, DType dtype, Loc loc) {
+  const char* name = "to_dtype";
+  Engine& e = engine_of(name, a, "a");
+  (void)tensor_bytes(Shape{}, dtype);  // DTypeError for a value that is no DType
+  if (a.dtype() == dtype) return a;
+  const Device dev = a.device();
+  const auto fn = kernel_for(name, dev, kernels::elementwise(dev).cast);
+  const std::int64_t n = a.numel();
+  const DType from = a.dtype();
+  Tensor out = push_new(
+      e, name, a.shape(), dtype, dev, {a.storage()},
+      [fn, from, dtype, n](const OpContext& ctx) { fn(from, dtype, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); },
+      loc);
+  if (is_floating(dtype) && wants(a)) autograd::record_to_dtype(out, a, loc);
+  return out;
 }
 
 Tensor copy_to(const Tensor& src, Device device, Loc loc) {

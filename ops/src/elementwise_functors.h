@@ -21,30 +21,33 @@
 
 namespace tide::functors {
 
+/// The integer dtypes (i32, i64): arithmetic wraps around.
 template <typename T>
-inline constexpr bool kIsI32 = std::is_same_v<T, std::int32_t>;
+inline constexpr bool kIsInt = std::is_integral_v<T>;
 
-TIDE_HOST_DEVICE inline std::int32_t wrap(std::uint32_t x) { return static_cast<std::int32_t>(x); }
-TIDE_HOST_DEVICE inline std::uint32_t bits(std::int32_t x) { return static_cast<std::uint32_t>(x); }
+template <typename T>
+TIDE_HOST_DEVICE inline T wrap(std::make_unsigned_t<T> x) { return static_cast<T>(x); }
+template <typename T>
+TIDE_HOST_DEVICE inline std::make_unsigned_t<T> bits(T x) { return static_cast<std::make_unsigned_t<T>>(x); }
 
 struct Add {
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x, T y) const {
-    if constexpr (kIsI32<T>) return wrap(bits(x) + bits(y));
+    if constexpr (kIsInt<T>) return wrap<T>(bits(x) + bits(y));
     else return x + y;
   }
 };
 struct Sub {
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x, T y) const {
-    if constexpr (kIsI32<T>) return wrap(bits(x) - bits(y));
+    if constexpr (kIsInt<T>) return wrap<T>(bits(x) - bits(y));
     else return x - y;
   }
 };
 struct Mul {
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x, T y) const {
-    if constexpr (kIsI32<T>) return wrap(bits(x) * bits(y));
+    if constexpr (kIsInt<T>) return wrap<T>(bits(x) * bits(y));
     else return x * y;
   }
 };
@@ -58,19 +61,47 @@ struct Mul {
 struct Div {
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x, T y) const {
-    if constexpr (kIsI32<T>) {
+    if constexpr (kIsInt<T>) {
 #ifdef __CUDA_ARCH__
       if (y == 0) return 0;
-      if (y == -1) return wrap(0u - bits(x));
+      if (y == -1) return wrap<T>(std::make_unsigned_t<T>(0) - bits(x));
 #else
       if (y == 0) throw ValueError("integer division by zero");
-      if (y == -1 && x == std::numeric_limits<std::int32_t>::min())
-        throw ValueError("integer division overflow (INT32_MIN / -1)");
+      if (y == -1 && x == std::numeric_limits<T>::min())
+        throw ValueError(sizeof(T) == 4 ? "integer division overflow (INT32_MIN / -1)"
+                                        : "integer division overflow (INT64_MIN / -1)");
 #endif
     }
     return x / y;
   }
 };
+/// A value converted to D (to_dtype). Into an integer dtype, a floating
+/// value truncates toward zero, NaN gives 0, and a value outside D's range
+/// (a float's or a wider integer's) saturates to D's bound: the same result
+/// on every device, never C++'s undefined behaviour.
+template <typename D>
+struct ConvertTo {
+  template <typename S>
+  TIDE_HOST_DEVICE D operator()(S x) const {
+    if constexpr (std::is_integral_v<D> && !std::is_same_v<S, D>) {
+      constexpr D lo = std::numeric_limits<D>::min(), hi = std::numeric_limits<D>::max();
+      if constexpr (std::is_floating_point_v<S>) {
+        if (x != x) return D(0);
+        // -2^31 (-2^63) is exact in every floating type; 2^31 (2^63) bounds above.
+        if (x <= static_cast<S>(lo)) return lo;
+        if (x >= -static_cast<S>(lo)) return hi;
+        return static_cast<D>(x);
+      } else if constexpr (sizeof(S) > sizeof(D)) {
+        return x < S(lo) ? lo : (x > S(hi) ? hi : static_cast<D>(x));
+      } else {
+        return static_cast<D>(x);  // a wider integer type holds every value
+      }
+    } else {
+      return static_cast<D>(x);
+    }
+  }
+};
+
 /// 1 where equal, else 0.
 struct Eq {
   template <typename T>
@@ -88,12 +119,12 @@ struct Neg {
   static constexpr bool kFloatingOnly = false;
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x) const {
-    if constexpr (kIsI32<T>) return wrap(0u - bits(x));
+    if constexpr (kIsInt<T>) return wrap<T>(std::make_unsigned_t<T>(0) - bits(x));
     else return -x;
   }
 };
 /// exp and log, floating dtypes only (kFloatingOnly: the frontend checks,
-/// and the tables give i32 a kernel that throws). On the device CUDA's
+/// and the tables give the integer dtypes a kernel that throws). On the device CUDA's
 /// expf/logf (f32) and exp/log (f64), on the host the C++ library's.
 enum class Transcendental { exp, log };
 template <Transcendental Fn>

@@ -16,6 +16,8 @@
 //   template <typename T>
 //   static void scatter_add(const void* in, void* out, const StridedMap& map,
 //                           void* stream);
+//   template <typename S, typename D>
+//   static void convert(const void* in, void* out, std::int64_t n, void* stream);
 //
 // (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T, and
 // the second along a broadcast map), and the same table-building code serves
@@ -62,6 +64,14 @@ struct ElementwiseTable {
     });
   }
 
+  static void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void* stream) {
+    dispatch_dtype(from, [&](auto s) {
+      dispatch_dtype(to, [&](auto d) {
+        Maps::template convert<decltype(s), decltype(d)>(in, out, n, stream);
+      });
+    });
+  }
+
   /// The scalar is converted to T here, on the host (static_cast, i32
   /// truncating toward zero), for every device.
   template <typename F, bool Reversed>
@@ -76,7 +86,7 @@ struct ElementwiseTable {
   static void unary(DType dtype, const void* a, void* out, std::int64_t n, void* stream) {
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (functors::kIsI32<T> && F::kFloatingOnly)
+      if constexpr (functors::kIsInt<T> && F::kFloatingOnly)
         throw DTypeError("exp and log need a floating dtype (f32 or f64)");
       else Maps::template map1<T>(a, out, n, F{}, stream);
     });
@@ -94,6 +104,7 @@ struct ElementwiseTable {
     TIDE_UNARY_OPS(TIDE_FILL_UNARY)
     t.strided_copy = &strided_copy;
     t.strided_scatter_add = &strided_scatter_add;
+    t.cast = &cast;
 #undef TIDE_FILL_BINARY
 #undef TIDE_FILL_UNARY
     return t;

@@ -111,6 +111,9 @@ struct StridedMap {
 /// `out` never aliases `in`.
 using StridedCopyFn = void (*)(DType dtype, const void* in, void* out, const StridedMap& map, void* stream);
 
+/// out[i] = in[i] converted from dtype `from` to `to` (functors::ConvertTo).
+using CastFn = void (*)(DType from, DType to, const void* in, void* out, std::int64_t n, void* stream);
+
 struct Elementwise {
   BinaryFn binary[kBinaryOps] = {};
   BroadcastFn broadcast[kBinaryOps] = {};
@@ -118,6 +121,7 @@ struct Elementwise {
   /// The reverse: out's element along `map` += in's element i (several i
   /// may reach one element of out, where a stride is 0). `out` never aliases `in`.
   StridedCopyFn strided_scatter_add = nullptr;
+  CastFn cast = nullptr;
   ScalarFn scalar[kBinaryOps] = {};    // a op s
   ScalarFn rscalar[kBinaryOps] = {};   // s op a
   UnaryFn unary[kUnaryOps] = {};

@@ -145,11 +145,22 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x, Loc loc) {
   return dx;
 }
 
-SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& labels, Loc loc) {
+namespace {
+
+/// Labels as the kernels take them: i64 ones converted (one op; a value
+/// beyond i32 saturates, so it is still out of range).
+Tensor i32_labels(const Tensor& labels, Loc loc) {
+  return labels.dtype() == DType::i32 ? labels : to_dtype(labels, DType::i32, loc);
+}
+
+}  // namespace
+
+SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& given_labels, Loc loc) {
   const char* name = "softmax_cross_entropy";
   const Arg al{logits, "logits"};
-  Engine& e = engine_for_args(name, {al, {labels, "labels"}});
-  check_classification(name, al, labels);
+  Engine& e = engine_for_args(name, {al, {given_labels, "labels"}});
+  check_classification(name, al, given_labels);
+  const Tensor labels = i32_labels(given_labels, loc);
   const std::int64_t rows = logits.shape()[0], classes = logits.shape()[1];
   const auto fn = kernel_for(name, logits.device(), kernels::nn(logits.device()).softmax_cross_entropy);
   // Two outputs, so not push_new: both allocated here, written by one op.
@@ -169,11 +180,12 @@ SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& la
   return r;
 }
 
-Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, Loc loc) {
+Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& given_labels, Loc loc) {
   const char* name = "softmax_cross_entropy_backward";
   const Arg ap{probs, "probs"};
-  Engine& e = engine_for_args(name, {ap, {labels, "labels"}});
-  check_classification(name, ap, labels);
+  Engine& e = engine_for_args(name, {ap, {given_labels, "labels"}});
+  check_classification(name, ap, given_labels);
+  const Tensor labels = i32_labels(given_labels, loc);
   const std::int64_t rows = probs.shape()[0], classes = probs.shape()[1];
   const auto fn = kernel_for(name, probs.device(), kernels::nn(probs.device()).softmax_cross_entropy_backward);
   const DType dt = probs.dtype();

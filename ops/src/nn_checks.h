@@ -67,7 +67,7 @@ inline void check_extent(const char* op, const Arg& a, int dim_a, const Arg& b, 
                      std::to_string(b.t.shape()[dim_b]) + ")");
 }
 
-/// logits or probs [N, C] (floating, N >= 1, C >= 1) and labels i32 [N].
+/// logits or probs [N, C] (floating, N >= 1, C >= 1) and labels i32 or i64 [N].
 inline void check_classification(const char* op, const Arg& scores, const Tensor& labels) {
   const Arg lab{labels, "labels"};
   check_ndim(op, scores, 2, "[N, C]");
@@ -75,8 +75,8 @@ inline void check_classification(const char* op, const Arg& scores, const Tensor
   if (scores.t.shape()[0] == 0 || scores.t.shape()[1] == 0)
     throw ShapeError(op_prefix(op) + "needs at least one row and one class, got " +
                      quoted(scores.role) + " of shape " + scores.t.shape().str());
-  if (labels.dtype() != DType::i32)
-    throw DTypeError(op_prefix(op) + "labels must be i32 class indices, got " +
+  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
+    throw DTypeError(op_prefix(op) + "labels must be i32 or i64 class indices, got " +
                      dtype_name(labels.dtype()));
   check_ndim(op, lab, 1, "[N]");
   check_extent(op, scores, 0, lab, 0, "N, the number of rows");

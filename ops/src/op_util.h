@@ -59,16 +59,17 @@ inline void check_floating(const char* op, DType t) {
     throw DTypeError(op_prefix(op) + "needs a floating dtype (f32 or f64), got " + dtype_name(t));
 }
 
-/// A scalar must be representable in `t`: an i32 operand is truncated
-/// toward zero, and a value outside the i32 range (or NaN) would be
+/// A scalar must be representable in `t`: an integer operand is truncated
+/// toward zero, and a value outside the dtype's range (or NaN) would be
 /// undefined behaviour, so it is refused here.
 inline void check_scalar_fits(const char* op, double s, DType t) {
-  if (t != DType::i32) return;
-  constexpr double kLo = static_cast<double>(std::numeric_limits<std::int32_t>::min());
-  constexpr double kHi = static_cast<double>(std::numeric_limits<std::int32_t>::max());
-  if (!(s > kLo - 1.0 && s < kHi + 1.0))
-    throw ValueError(op_prefix(op) + "scalar " + std::to_string(s) +
-                     " does not fit the tensor's dtype i32");
+  if (is_floating(t)) return;
+  // The bounds are -2^31 and 2^31 (i64: -2^63 and 2^63), exact in a double;
+  // the truncated value must lie in [lo, hi).
+  const double lo = t == DType::i64 ? -9223372036854775808.0 : -2147483648.0;
+  if (!(s > lo - 1.0 && s < -lo))
+    throw ValueError(op_prefix(op) + "scalar " + std::to_string(s) + " does not fit the tensor's dtype " +
+                     dtype_name(t));
 }
 
 /// `axis` in [-ndim, ndim), returned in [0, ndim).

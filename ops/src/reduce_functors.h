@@ -1,6 +1,7 @@
 // The reduction functors, written once: the CPU reductions
 // (cpu/reduction.cc) and the CUDA ones (cuda/reduction_kernels.cu) combine
-// with the same structs. f32 and f64 sum into a double, i32 into an int64;
+// with the same structs. f32 and f64 sum into a double, i32 and i64 into an
+// int64 (wrapping around);
 // max keeps T and lets a NaN win.
 #pragma once
 
@@ -14,9 +15,14 @@ namespace tide::functors {
 
 template <typename T>
 struct SumOp {
-  using Acc = std::conditional_t<std::is_same_v<T, std::int32_t>, std::int64_t, double>;
+  using Acc = std::conditional_t<std::is_integral_v<T>, std::int64_t, double>;
   TIDE_HOST_DEVICE static Acc identity() { return Acc(0); }
-  TIDE_HOST_DEVICE static Acc combine(Acc a, Acc b) { return a + b; }
+  /// Integer sums wrap around (in unsigned arithmetic: no overflow).
+  TIDE_HOST_DEVICE static Acc combine(Acc a, Acc b) {
+    if constexpr (std::is_integral_v<Acc>)
+      return static_cast<Acc>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+    else return a + b;
+  }
 };
 
 template <typename T>

@@ -32,6 +32,7 @@ const char* st_dtype(DType t) {
     case DType::f32: return "F32";
     case DType::f64: return "F64";
     case DType::i32: return "I32";
+    case DType::i64: return "I64";
   }
   throw DTypeError("tide::save: a tensor's dtype is no DType");
 }
@@ -97,7 +98,7 @@ void check_takes(const StEntry& e, const std::string& path) {
     std::string lower = e.dtype;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     throw DTypeError(where + " is " + e.dtype + ": tide has no " + lower +
-                     " yet (it holds F32, F64 and I32 tensors, and reads I64 as I32)");
+                     " yet (it holds F32, F64, I32 and I64 tensors)");
   }
   if (e.shape.size() > static_cast<std::size_t>(Shape::kMaxDims))
     throw ShapeError(where + " has " + std::to_string(e.shape.size()) + " dimensions; tide's tensors have at most " +
@@ -109,19 +110,6 @@ std::vector<T> values_of(const char* bytes, std::uint64_t nbytes) {
   std::vector<T> v(nbytes / sizeof(T));
   if (nbytes > 0) std::memcpy(v.data(), bytes, nbytes);
   return v;
-}
-
-/// An I64 tensor as i32, when every value fits.
-std::vector<std::int32_t> narrowed(const StEntry& e, const char* bytes, const std::string& path) {
-  const std::vector<std::int64_t> wide = values_of<std::int64_t>(bytes, e.end - e.begin);
-  std::vector<std::int32_t> out(wide.size());
-  for (std::size_t i = 0; i < wide.size(); ++i) {
-    if (wide[i] < std::numeric_limits<std::int32_t>::min() || wide[i] > std::numeric_limits<std::int32_t>::max())
-      throw DTypeError("tide::load: " + path + ": tensor '" + e.name + "' is I64 and holds " + std::to_string(wide[i]) +
-                       " (value " + std::to_string(i) + "), outside the range of I32, the widest integers tide has");
-    out[i] = static_cast<std::int32_t>(wide[i]);
-  }
-  return out;
 }
 
 }  // namespace
@@ -170,7 +158,7 @@ SavedTensors load(const std::string& path, Device device, Loc loc) {
     if (e.dtype == "F32") t = from_vector(values_of<float>(bytes, nbytes), shape, device, loc);
     else if (e.dtype == "F64") t = from_vector(values_of<double>(bytes, nbytes), shape, device, loc);
     else if (e.dtype == "I32") t = from_vector(values_of<std::int32_t>(bytes, nbytes), shape, device, loc);
-    else t = from_vector(narrowed(e, bytes, path), shape, device, loc);
+    else t = from_vector(values_of<std::int64_t>(bytes, nbytes), shape, device, loc);
     out.tensors.emplace(e.name, std::move(t));
   }
   return out;

@@ -78,6 +78,7 @@ DLDataType dl_dtype(DType t) {
     case DType::f32: return {2, 32, 1};
     case DType::f64: return {2, 64, 1};
     case DType::i32: return {0, 32, 1};
+    case DType::i64: return {0, 64, 1};
   }
   throw DTypeError("__dlpack__: a dtype tide does not know");
 }

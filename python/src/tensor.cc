@@ -25,7 +25,8 @@ DType parse_dtype(const std::string& s) {
   if (s == "f32" || s == "float32") return DType::f32;
   if (s == "f64" || s == "float64") return DType::f64;
   if (s == "i32" || s == "int32") return DType::i32;
-  throw DTypeError("tide: dtype '" + s + "': expected f32, f64 or i32");
+  if (s == "i64" || s == "int64") return DType::i64;
+  throw DTypeError("tide: dtype '" + s + "': expected f32, f64, i32 or i64");
 }
 
 Shape to_shape(const std::vector<std::int64_t>& dims) { return Shape(dims.begin(), dims.end()); }
@@ -60,6 +61,7 @@ py::array to_numpy(const Tensor& t) {
     case DType::f32: return to_numpy_as<float>(t);
     case DType::f64: return to_numpy_as<double>(t);
     case DType::i32: return to_numpy_as<std::int32_t>(t);
+    case DType::i64: return to_numpy_as<std::int64_t>(t);
   }
   TIDE_UNREACHABLE("numpy(): a DType this switch does not name");
 }
@@ -85,17 +87,18 @@ Tensor from_numpy(const py::array& a, const std::string& device) {
   if (kind == 'f' && size == 4) return from_array<float>(a, d);
   if (kind == 'f' && size == 8) return from_array<double>(a, d);
   if (kind == 'i' && size == 4) return from_array<std::int32_t>(a, d);
-  throw DTypeError("tide.from_numpy: tide holds float32, float64 and int32; got " +
+  if (kind == 'i' && size == 8) return from_array<std::int64_t>(a, d);
+  throw DTypeError("tide.from_numpy: tide holds float32, float64, int32 and int64; got " +
                    py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) + " (convert it with .astype(...))");
 }
 
 py::object item(const Tensor& t) {
-  if (t.dtype() == DType::i32) {
-    std::int32_t v;
+  if (!is_floating(t.dtype())) {
+    std::int64_t v;
     const Loc loc = here();
     {
       py::gil_scoped_release nogil;
-      v = t.item<std::int32_t>(loc);
+      v = t.item<std::int64_t>(loc);
     }
     return py::int_(v);
   }
@@ -241,6 +244,21 @@ void bind_tensors(py::module_& m) {
            })
       .def("numpy", &to_numpy, "a numpy copy of the values (a blocker: waits for them)")
       .def(
+          "to",
+          [](const Tensor& t, const std::string& what) {
+            if (what == "f32" || what == "f64" || what == "i32" || what == "i64" || what == "float32" ||
+                what == "float64" || what == "int32" || what == "int64")
+              return to_dtype(t, parse_dtype(what), here());
+            return copy_to(t, Device::parse(what), here());
+          },
+          py::arg("dtype_or_device"),
+          "as torch's .to(): a dtype ('f32', 'int64', ...) converts (to_dtype), a device ('cpu:0', "
+          "'cuda:0') copies there")
+      .def("float", [](const Tensor& t) { return to_dtype(t, DType::f32, here()); }, "to_dtype(f32)")
+      .def("double", [](const Tensor& t) { return to_dtype(t, DType::f64, here()); }, "to_dtype(f64)")
+      .def("int", [](const Tensor& t) { return to_dtype(t, DType::i32, here()); }, "to_dtype(i32)")
+      .def("long", [](const Tensor& t) { return to_dtype(t, DType::i64, here()); }, "to_dtype(i64)")
+      .def(
           "wait_to_read",
           [](const Tensor& t) -> const Tensor& {
             const Loc loc = here();
@@ -324,7 +342,11 @@ void bind_tensors(py::module_& m) {
   const char* cpu0 = "cpu:0";
   m.def("from_numpy", [](py::array a, const std::string& dev, bool rg) { return from_numpy(a, dev).set_requires_grad(rg); },
         py::arg("array"), py::arg("device") = cpu0, py::arg("requires_grad") = false,
-        "a tensor holding a copy of the array (float32, float64 or int32)");
+        "a tensor holding a copy of the array (float32, float64, int32 or int64)");
+  m.def(
+      "to_dtype", [](const Tensor& t, const std::string& dt) { return to_dtype(t, parse_dtype(dt), here()); },
+      py::arg("a"), py::arg("dtype"),
+      "a's values as dtype: into an integer dtype truncated toward zero, NaN to 0, out of range saturated");
   m.def(
       "zeros",
       [](std::vector<std::int64_t> s, std::string dt, std::string dev, bool rg) {

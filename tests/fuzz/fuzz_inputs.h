@@ -62,8 +62,8 @@ class Inputs {
   }
 
   DType dtype() {
-    const DType t = chance(90) ? pick({DType::f32, DType::f64, DType::i32})
-                               : static_cast<DType>(pick<std::uint8_t>({3, 77, 255}));
+    const DType t = chance(90) ? pick({DType::f32, DType::f64, DType::i32, DType::i64})
+                               : static_cast<DType>(pick<std::uint8_t>({4, 77, 255}));
     desc += "dtype " + std::to_string(static_cast<int>(t)) + " ";
     return t;
   }

@@ -46,7 +46,7 @@ class Pool {
     const std::vector<Shape> shapes{{}, {0}, {1}, {3}, {6}, {2, 3}, {3, 2}, {3, 3}, {4, 0}, {0, 3}, {2, 3, 4},
                                     {1, 1, 1, 1, 1, 1}};
     for (const Shape& s : shapes)
-      for (DType t : {DType::f32, DType::f64, DType::i32})
+      for (DType t : {DType::f32, DType::f64, DType::i32, DType::i64})
         for (int d = 0; d < 2; ++d) tensors_.push_back(make(in, s, t, cpu(d)));
     tensors_.emplace_back();  // undefined
     tensors_.push_back(stale_);
@@ -67,9 +67,10 @@ class Pool {
  private:
   static Tensor make(Inputs& in, const Shape& s, DType t, Device d) {
     const auto n = static_cast<std::size_t>(s.numel());
-    if (t == DType::i32) {
+    if (t == DType::i32 || t == DType::i64) {
       std::vector<std::int32_t> v(n);
       for (auto& x : v) x = in.below(8) - 2;  // labels in and out of range
+      if (t == DType::i64) return from_vector(std::vector<std::int64_t>(v.begin(), v.end()), s, d);
       return from_vector(v, s, d);
     }
     std::vector<double> v(n);
@@ -150,6 +151,7 @@ std::vector<Op> ops() {
   for (auto [name, f] : {std::pair<const char*, InPlaceScalar>{"add_(s)", add_}, {"mul_(s)", mul_}})
     op(name, [f = f](Case& c) { f(c.pool.pick(c.in), c.in.scalar(), Loc::current()); });
   op("copy_to", [](Case& c) { copy_to(c.pool.pick(c.in), c.in.device()); });
+  op("to_dtype", [](Case& c) { to_dtype(c.pool.pick(c.in), c.in.dtype()); });
   // Reductions.
   using Reduce = Tensor (*)(const Tensor&, Loc);
   using ReduceAxis = Tensor (*)(const Tensor&, int, Loc);

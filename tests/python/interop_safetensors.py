@@ -43,13 +43,13 @@ def test_the_package_reads_tides_files(tmp_path):
 
 def test_tide_reads_the_packages_files_by_name(tmp_path):
     path = str(tmp_path / "numpy.safetensors")
-    written = dict(ARRAYS, steps=np.array([3, -4, 2**31 - 1], dtype=np.int64))
+    written = dict(ARRAYS, steps=np.array([3, -4, 2**40], dtype=np.int64))
     st_numpy.save_file(written, path, metadata={"format": "np"})
     back = tide.load(path)
     assert sorted(back) == sorted(written)
     for name, a in written.items():
         np.testing.assert_array_equal(back[name].numpy(), a)
-    assert back["steps"].dtype == "i32", "I64 is read as i32"
+    assert back["steps"].dtype == "i64"
     assert tide.load_metadata(path) == {"format": "np"}
     st_numpy.save_file({"h": np.ones(3, dtype=np.float16)}, path)
     with pytest.raises(tide.DTypeError, match="tensor 'h' is F16: tide has no f16 yet"):

@@ -212,3 +212,21 @@ def test_ddp_averages_across_two_ranks():
     r = subprocess.run([*mpirun, sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ddp ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_int64_as_numpy_and_torch_give_it():
+    labels = np.array([0, 2, 1, 1], dtype=np.int64)  # numpy's default integers
+    t = tide.from_numpy(np.arange(5))
+    assert t.dtype == "i64" and t.numpy().dtype == np.int64
+    np.testing.assert_array_equal((t * 3 + 2**40).numpy(), np.arange(5) * 3 + 2**40)
+    assert tide.sum(t).item() == 10 and isinstance(tide.sum(t).item(), int)
+    np.testing.assert_array_equal(np.from_dlpack(t), np.arange(5))
+    assert t.float().dtype == "f32" and t.to("f64").dtype == "f64" and t.int().dtype == "i32"
+    assert tide.from_numpy(np.array([2.7, -2.7])).long().numpy().tolist() == [2, -2]
+    logits = tide.from_numpy(np.random.default_rng(1).standard_normal((4, 3)), requires_grad=True)
+    loss = tide.nn.CrossEntropyLoss()(logits, tide.from_numpy(labels))
+    ref = tide.nn.CrossEntropyLoss()(logits, tide.from_numpy(labels.astype(np.int32)))
+    assert loss.item() == ref.item()
+    loss.backward()
+    assert logits.grad is not None
+    assert tide.zeros([2], dtype="int64").dtype == "i64"

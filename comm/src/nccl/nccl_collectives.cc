@@ -84,6 +84,7 @@ ncclDataType_t nccl_type(DType t) {
   switch (t) {
     case DType::f32: return ncclFloat32;
     case DType::f64: return ncclFloat64;
+    case DType::i64: return ncclInt64;
     case DType::i32: break;
   }
   return ncclInt32;

@@ -97,4 +97,10 @@ void record_copy_to(Tensor& out, const Tensor& src, Loc loc) {
          [from](const Tensor& g, const Node&, Loc l) { return Grads{copy_to(g, from, l)}; });
 }
 
+void record_to_dtype(Tensor& out, const Tensor& a, Loc loc) {
+  const DType from = a.dtype();
+  record("to_dtype", loc, out, {&a},
+         [from](const Tensor& g, const Node&, Loc l) { return Grads{to_dtype(g, from, l)}; });
+}
+
 }  // namespace tide::autograd

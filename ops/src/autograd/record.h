@@ -33,6 +33,8 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
 void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc);
 void record_unary(Unary op, Tensor& out, const Tensor& a, Loc loc);
 void record_copy_to(Tensor& out, const Tensor& src, Loc loc);
+/// to_dtype between floating dtypes: the gradient converted back.
+void record_to_dtype(Tensor& out, const Tensor& a, Loc loc);
 
 void record_matmul(Tensor& out, const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Loc loc);
 void record_linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, Loc loc);

@@ -14,6 +14,13 @@ struct CpuMaps {
     for (std::int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
   }
 
+  template <typename S, typename D>
+  static void convert(const void* in, void* out, std::int64_t n, void*) {
+    const S* x = static_cast<const S*>(in);
+    D* o = static_cast<D*>(out);
+    for (std::int64_t i = 0; i < n; ++i) o[i] = functors::ConvertTo<D>{}(x[i]);
+  }
+
   template <typename T, typename F>
   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void*) {
     const T* x = static_cast<const T*>(a);
@@ -105,7 +112,7 @@ struct CpuMaps {
     std::int64_t off = m.offset;
     for (std::int64_t done = 0; done < total; done += n, x += n) {
       T* os = o + off;
-      for (std::int64_t i = 0; i < n; ++i) os[i * s] += x[i];
+      for (std::int64_t i = 0; i < n; ++i) os[i * s] = functors::Add{}(os[i * s], x[i]);
       for (int d = inner - 1; d >= 0; --d) {
         off += m.stride[d];
         if (++index[d] < m.extent[d]) break;

@@ -1,6 +1,7 @@
 // CPU matrix products, row-major: c[m, n] = op(a)[m, k] op(b)[k, n], where
 // op(x) is x or its transpose. f32 and f64 go to CBLAS (cblas_?gemm); i32
-// runs a plain loop that wraps around on overflow like the other i32 ops.
+// and i64 run a plain loop that wraps around on overflow like the other
+// integer ops.
 // Shared by matmul (linalg.cc) and the linear layer (nn.cc).
 #pragma once
 
@@ -21,20 +22,24 @@ using detail::gemm_dims;
 using functors::bits;
 using functors::wrap;
 
-inline void gemm_i32(const std::int32_t* a, const std::int32_t* b, std::int32_t* c, GemmDims d) {
-  const std::size_t row_bytes = static_cast<std::size_t>(d.n) * sizeof(std::int32_t);
+/// The integer product (i32, i64): a plain loop in unsigned arithmetic,
+/// wrapping around.
+template <typename T>
+void gemm_int(const T* a, const T* b, T* c, GemmDims d) {
+  using U = std::make_unsigned_t<T>;
+  const std::size_t row_bytes = static_cast<std::size_t>(d.n) * sizeof(T);
   for (std::int64_t i = 0; i < d.m; ++i) {
-    std::int32_t* crow = c + i * d.n;
+    T* crow = c + i * d.n;
     if (row_bytes) std::memset(crow, 0, row_bytes);
     // i-k-j order: without trans_b the inner loop runs along contiguous rows
     // of b and c.
     for (std::int64_t p = 0; p < d.k; ++p) {
-      const std::uint32_t aip = bits(d.trans_a ? a[p * d.m + i] : a[i * d.k + p]);
+      const U aip = bits(d.trans_a ? a[p * d.m + i] : a[i * d.k + p]);
       if (d.trans_b) {
-        for (std::int64_t j = 0; j < d.n; ++j) crow[j] = wrap(bits(crow[j]) + aip * bits(b[j * d.k + p]));
+        for (std::int64_t j = 0; j < d.n; ++j) crow[j] = wrap<T>(bits(crow[j]) + aip * bits(b[j * d.k + p]));
       } else {
-        const std::int32_t* brow = b + p * d.n;
-        for (std::int64_t j = 0; j < d.n; ++j) crow[j] = wrap(bits(crow[j]) + aip * bits(brow[j]));
+        const T* brow = b + p * d.n;
+        for (std::int64_t j = 0; j < d.n; ++j) crow[j] = wrap<T>(bits(crow[j]) + aip * bits(brow[j]));
       }
     }
   }
@@ -44,8 +49,8 @@ inline void gemm_i32(const std::int32_t* a, const std::int32_t* b, std::int32_t*
 template <typename T>
 void gemm(const T* a, const T* b, T* c, GemmDims d) {
   if (d.m == 0 || d.n == 0) return;
-  if constexpr (std::is_same_v<T, std::int32_t>) {
-    gemm_i32(a, b, c, d);
+  if constexpr (std::is_integral_v<T>) {
+    gemm_int(a, b, c, d);
   } else if (d.k == 0) {
     // An empty sum; BLAS would also refuse a leading dimension of 0.
     std::fill(c, c + static_cast<std::int64_t>(d.m) * d.n, T(0));

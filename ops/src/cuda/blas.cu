@@ -93,36 +93,33 @@ constexpr int kTile = 16;
 // gridDim.y is at most 65535; taller products loop over row tiles.
 constexpr unsigned kMaxGridY = 65535;
 
-/// c = op(a) op(b) in i32, wrapping around like the CPU loop: the products
-/// and sums run in uint32, which is arithmetic mod 2^32 in any order, so the
-/// result is the CPU's exactly. A block computes one kTile x kTile tile of
-/// c, staging kTile-wide slices of op(a) and op(b) in shared memory.
-__global__ void gemm_i32_kernel(const std::int32_t* a, const std::int32_t* b, std::int32_t* c,
-                                std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a,
-                                bool trans_b) {
-  __shared__ std::uint32_t a_tile[kTile][kTile];  // a_tile[r][p] = op(a)[row r, p0 + p]
-  __shared__ std::uint32_t b_tile[kTile][kTile];  // b_tile[p][c] = op(b)[p0 + p, col c]
+/// c = op(a) op(b) in i32 or i64 (T), wrapping around like the CPU loop:
+/// the products and sums run in the unsigned type U, which is arithmetic mod
+/// 2^32 (2^64) in any order, so the result is the CPU's exactly. A block
+/// computes one kTile x kTile tile of c, staging kTile-wide slices of op(a)
+/// and op(b) in shared memory.
+template <typename T, typename U>
+__global__ void gemm_int_kernel(const T* a, const T* b, T* c, std::int64_t m, std::int64_t n, std::int64_t k,
+                                bool trans_a, bool trans_b) {
+  __shared__ U a_tile[kTile][kTile];  // a_tile[r][p] = op(a)[row r, p0 + p]
+  __shared__ U b_tile[kTile][kTile];  // b_tile[p][c] = op(b)[p0 + p, col c]
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
   const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * kTile + tx;
   // The loop condition depends on the block only, so every thread of a block
   // reaches the same __syncthreads.
   for (std::int64_t tile_row = blockIdx.y; tile_row * kTile < m; tile_row += gridDim.y) {
     const std::int64_t row = tile_row * kTile + ty;
-    std::uint32_t acc = 0;
+    U acc = 0;
     for (std::int64_t p0 = 0; p0 < k; p0 += kTile) {
       // Elements past an edge load as 0 and add nothing.
       const std::int64_t pa = p0 + tx, pb = p0 + ty;
-      a_tile[ty][tx] = row < m && pa < k
-                           ? static_cast<std::uint32_t>(trans_a ? a[pa * m + row] : a[row * k + pa])
-                           : 0u;
-      b_tile[ty][tx] = pb < k && col < n
-                           ? static_cast<std::uint32_t>(trans_b ? b[col * k + pb] : b[pb * n + col])
-                           : 0u;
+      a_tile[ty][tx] = row < m && pa < k ? static_cast<U>(trans_a ? a[pa * m + row] : a[row * k + pa]) : U(0);
+      b_tile[ty][tx] = pb < k && col < n ? static_cast<U>(trans_b ? b[col * k + pb] : b[pb * n + col]) : U(0);
       __syncthreads();
       for (int p = 0; p < kTile; ++p) acc += a_tile[ty][p] * b_tile[p][tx];
       __syncthreads();
     }
-    if (row < m && col < n) c[row * n + col] = static_cast<std::int32_t>(acc);
+    if (row < m && col < n) c[row * n + col] = static_cast<T>(acc);
   }
 }
 
@@ -140,13 +137,18 @@ void gemm(void* stream_ptr, DType dtype, MatmulPrecision precision, const void* 
                                     stream));
     return;
   }
-  if (dtype == DType::i32) {
+  if (dtype == DType::i32 || dtype == DType::i64) {
     const unsigned tiles_n = static_cast<unsigned>((d.n + kTile - 1) / kTile);
     const unsigned tiles_m = static_cast<unsigned>((d.m + kTile - 1) / kTile);
     const dim3 grid(tiles_n, std::min(tiles_m, kMaxGridY));
-    gemm_i32_kernel<<<grid, dim3(kTile, kTile), 0, stream>>>(
-        static_cast<const std::int32_t*>(a), static_cast<const std::int32_t*>(b),
-        static_cast<std::int32_t*>(c), d.m, d.n, d.k, d.trans_a, d.trans_b);
+    if (dtype == DType::i32)
+      gemm_int_kernel<std::int32_t, std::uint32_t><<<grid, dim3(kTile, kTile), 0, stream>>>(
+          static_cast<const std::int32_t*>(a), static_cast<const std::int32_t*>(b), static_cast<std::int32_t*>(c),
+          d.m, d.n, d.k, d.trans_a, d.trans_b);
+    else
+      gemm_int_kernel<std::int64_t, std::uint64_t><<<grid, dim3(kTile, kTile), 0, stream>>>(
+          static_cast<const std::int64_t*>(a), static_cast<const std::int64_t*>(b), static_cast<std::int64_t*>(c),
+          d.m, d.n, d.k, d.trans_a, d.trans_b);
     TIDE_CUDA_LAUNCH_CHECK();
     return;
   }

@@ -8,6 +8,7 @@
 // by the same thread.
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <utility>
 
 #include <tide/core/cuda_check.h>
@@ -123,6 +124,15 @@ __global__ void gather_kernel(const T* in, T* out, StridedMap m, Index n) {
   }
 }
 
+/// atomicAdd for every dtype: CUDA has no signed 64-bit overload, and a
+/// two's complement sum is the same bits in unsigned arithmetic.
+template <typename T>
+__device__ void atomic_add(T* at, T v) {
+  if constexpr (std::is_same_v<T, std::int64_t>)
+    atomicAdd(reinterpret_cast<unsigned long long*>(at), static_cast<unsigned long long>(v));
+  else atomicAdd(at, v);
+}
+
 /// out[offset + sum_d index_d * stride_d] += in[i]: gather_kernel's walk
 /// in reverse. Atomic where the map reaches an element more than once (a
 /// zero stride: the sum's order then varies run to run); a plain add where
@@ -138,8 +148,8 @@ __global__ void scatter_add_kernel(const T* in, T* out, StridedMap m, Index n) {
       rest /= extent;
     }
     at += rest * static_cast<Index>(m.stride[0]);
-    if constexpr (Atomic) atomicAdd(out + at, in[i]);
-    else out[at] += in[i];
+    if constexpr (Atomic) atomic_add(out + at, in[i]);
+    else out[at] = functors::Add{}(out[at], in[i]);
   }
 }
 
@@ -183,6 +193,15 @@ struct CudaMaps {
   template <typename T, typename F>
   static void map1(const void* a, void* out, std::int64_t n, F f, void* stream) {
     launch_map<T>(out, n, f, stream, static_cast<const T*>(a));
+  }
+
+  /// Element by element: the packed path needs one type in and out.
+  template <typename S, typename D>
+  static void convert(const void* in, void* out, std::int64_t n, void* stream) {
+    if (n == 0) return;
+    map_kernel<D, false><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+        static_cast<D*>(out), n, functors::ConvertTo<D>{}, static_cast<const S*>(in));
+    TIDE_CUDA_LAUNCH_CHECK();
   }
 
   template <typename T, typename F>

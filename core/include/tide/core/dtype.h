@@ -7,12 +7,12 @@
 
 namespace tide {
 
-enum class DType : std::uint8_t { f32 = 0, f64 = 1, i32 = 2 };
+enum class DType : std::uint8_t { f32 = 0, f64 = 1, i32 = 2, i64 = 3 };
 
 constexpr std::size_t dtype_size(DType t) {
-  return t == DType::f64 ? 8 : 4;
+  return t == DType::f64 || t == DType::i64 ? 8 : 4;
 }
-constexpr bool is_floating(DType t) { return t != DType::i32; }
+constexpr bool is_floating(DType t) { return t == DType::f32 || t == DType::f64; }
 const char* dtype_name(DType t);
 
 template <typename T>
@@ -23,6 +23,8 @@ template <>
 struct dtype_of<double> { static constexpr DType value = DType::f64; };
 template <>
 struct dtype_of<std::int32_t> { static constexpr DType value = DType::i32; };
+template <>
+struct dtype_of<std::int64_t> { static constexpr DType value = DType::i64; };
 template <typename T>
 inline constexpr DType dtype_v = dtype_of<T>::value;
 
@@ -35,6 +37,7 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
     case DType::f32: return f(float{});
     case DType::f64: return f(double{});
+    case DType::i64: return f(std::int64_t{});
     case DType::i32: break;
   }
   return f(std::int32_t{});

@@ -55,5 +55,6 @@ Tensor from_vector(const std::vector<T>& values, Device device = cpu(0), Loc loc
 extern template Tensor from_vector(const std::vector<float>&, const Shape&, Device, Loc);
 extern template Tensor from_vector(const std::vector<double>&, const Shape&, Device, Loc);
 extern template Tensor from_vector(const std::vector<std::int32_t>&, const Shape&, Device, Loc);
+extern template Tensor from_vector(const std::vector<std::int64_t>&, const Shape&, Device, Loc);
 
 }  // namespace tide

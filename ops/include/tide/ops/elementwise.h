@@ -1,16 +1,18 @@
-// Elementwise ops. Tensor operands must have the same dtype and device;
+// Elementwise ops. Tensor operands must have the same dtype and device
+// (to_dtype converts);
 // their shapes broadcast as numpy's do (aligned at the last axis, an axis of
 // extent 1 or a missing one stretching to the other's: [64, 10] + [10] adds
 // a row to every row), and an in-place op's b must broadcast to a's own
 // shape. Shapes that cannot broadcast are a tide::ShapeError. A scalar operand is converted to the
-// tensor's dtype (for i32, truncated toward zero; a scalar outside the i32
-// range is a ValueError). i32 arithmetic wraps around on overflow and i32
-// division truncates; on a CPU device, dividing by a zero element (or
-// INT32_MIN by -1) fails on the backend (surfacing at the next barrier), as
-// any kernel error does. A CUDA kernel cannot fail that way without the host
-// waiting for it, so there x / 0 gives 0 and INT32_MIN / -1 wraps to
-// INT32_MIN. A scalar divisor that is 0 in i32 is refused at once
-// (ValueError) on every device.
+// tensor's dtype (for i32 and i64, truncated toward zero; a scalar outside
+// the dtype's range is a ValueError; a double holds every integer only up
+// to 2^53). Integer arithmetic (i32, i64) wraps around on overflow and
+// integer division truncates; on a CPU device, dividing by a zero element
+// (or the dtype's minimum by -1) fails on the backend (surfacing at the next
+// barrier), as any kernel error does. A CUDA kernel cannot fail that way
+// without the host waiting for it, so there x / 0 gives 0 and MIN / -1 wraps
+// to MIN. A scalar divisor that truncates to 0 in an integer dtype is
+// refused at once (ValueError) on every device.
 #pragma once
 
 #include <tide/ops/creation.h>
@@ -48,6 +50,13 @@ void sub_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
 void mul_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
 void add_(Tensor& a, double s, Loc loc = Loc::current());
 void mul_(Tensor& a, double s, Loc loc = Loc::current());
+/// a's values as `dtype`, one op (a itself when it already has that dtype).
+/// Into an integer dtype a floating value truncates toward zero, NaN gives
+/// 0, and a value beyond the dtype's range saturates to its bound (an i64
+/// too wide for i32 as well): the same on every device. Differentiable
+/// between the floating dtypes; a result in an integer dtype needs no gradient.
+Tensor to_dtype(const Tensor& a, DType dtype, Loc loc = Loc::current());
+
 /// dst = src, elementwise; same shape and dtype, any devices of the engine.
 void copy_(Tensor& dst, const Tensor& src, Loc loc = Loc::current());
 /// A new tensor with src's values on `device` (an op on its copy stream).

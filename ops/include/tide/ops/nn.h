@@ -9,7 +9,7 @@
 // naming the op, thrown before anything is allocated or enqueued), pushes one
 // op and returns at once; call it from the engine's frontend thread. Tensor
 // arguments must be on one device. The layer, loss and optimizer ops take
-// f32 or f64 (all arguments of one dtype, apart from the i32 labels); sums,
+// f32 or f64 (all arguments of one dtype, apart from the integer labels); sums,
 // the softmax and the optimizer arithmetic run in double, in a fixed order,
 // and round to the dtype once, so results are reproducible run to run.
 //
@@ -71,7 +71,8 @@ struct SoftmaxCrossEntropy {
   Tensor probs;  // [N, C]: softmax(logits), kept for the backward
 };
 
-/// logits [N, C] (f32 or f64, N >= 1, C >= 1), labels i32 [N] with values in
+/// logits [N, C] (f32 or f64, N >= 1, C >= 1), labels i32 or i64 [N] (i64,
+/// PyTorch's default, is converted to i32 first: one more op) with values in
 /// [0, C). Stable: each row has its maximum subtracted before exp, and the
 /// log-sum-exp is taken in double, so logits like +-1000 give finite, exact
 /// losses. Both outputs are written by one op. A label outside [0, C) is

@@ -5,10 +5,9 @@
 // padded with spaces to a multiple of 8, then every tensor's bytes,
 // row-major and little-endian, back to back.
 //
-// Each tensor keeps its own dtype: f32, f64 and i32 are written as F32, F64
-// and I32. Reading takes those three and I64 (PyTorch's integer default), as
-// i32 when every value fits; any other dtype (BF16, F16, U8, BOOL, ...) is
-// refused, since tide has no such tensors. Tensors are always contiguous
+// Each tensor keeps its own dtype: f32, f64, i32 and i64 are written and
+// read as F32, F64, I32 and I64; any other dtype (BF16, F16, U8, BOOL, ...)
+// is refused, since tide has no such tensors. Tensors are always contiguous
 // (tide has no views), so a tensor's bytes are its storage's.
 #pragma once
 
@@ -52,8 +51,7 @@ void save(const std::string& path, const std::map<std::string, Tensor>& tensors,
 /// data exactly (from 0, no overlap, no gap, nothing after the last).
 /// Throws tide::FileError naming the file and the field for a file that
 /// cannot be read or is malformed; tide::DTypeError naming the tensor and
-/// its dtype for a dtype tide has no tensors of (BF16, F16, ...), or an I64
-/// tensor holding a value outside i32's range.
+/// its dtype for a dtype tide has no tensors of (BF16, F16, ...).
 SavedTensors load(const std::string& path, Device device = cpu(0), Loc loc = Loc::current());
 
 /// The metadata of a safetensors file, checked as load() checks the whole
