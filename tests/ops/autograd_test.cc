@@ -264,7 +264,13 @@ TEST_P(AutogradTest, AnMlpStepOnAutogradMatchesTheHandWrittenBackward) {
   Tensor w1 = from_vector(w1v, {6, 5}).set_requires_grad(), b1 = zeros({6}).set_requires_grad();
   Tensor w2 = from_vector(w2v, {3, 6}).set_requires_grad(), b2 = zeros({3}).set_requires_grad();
   const Tensor z1 = linear(x, w1, b1), h = relu(z1);
-  backward(softmax_cross_entropy(linear(h, w2, b2), labels).loss);
+  const Tensor loss = softmax_cross_entropy(linear(h, w2, b2), labels).loss;
+  const std::uint64_t before = eng().stats().ops_pushed;
+  backward(loss);
+  // The hand-written chain's 7 ops, no more: the loss's gradient of 1 costs
+  // no ones tensor and no multiply (softmax_cross_entropy_backward, then
+  // dw2, db2, dh, relu_backward, dw1, db1).
+  EXPECT_EQ(eng().stats().ops_pushed - before, 7u);
 
   NoGradGuard g;
   const Tensor hz1 = linear(x, w1, b1), hh = relu(hz1);

@@ -14,18 +14,18 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
   const Shape sa = a.shape(), sb = b.shape();
   switch (op) {
     case Binary::add:
-      return record("add", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node& n, Loc l) {
+      return (void)record("add", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node& n, Loc l) {
         return Grads{n.needs_grad(0) ? sum_to(g, sa, l) : Tensor(), n.needs_grad(1) ? sum_to(g, sb, l) : Tensor()};
       });
     case Binary::sub:
-      return record("sub", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node& n, Loc l) {
+      return (void)record("sub", loc, out, {&a, &b}, [sa, sb](const Tensor& g, const Node& n, Loc l) {
         return Grads{n.needs_grad(0) ? sum_to(g, sa, l) : Tensor(), n.needs_grad(1) ? neg(sum_to(g, sb, l), l) : Tensor()};
       });
     case Binary::mul: {
       // Each input's gradient needs the other input: save only those needed.
       const SavedTensor xa = needs(b) ? SavedTensor(a) : SavedTensor();
       const SavedTensor xb = needs(a) ? SavedTensor(b) : SavedTensor();
-      return record("mul", loc, out, {&a, &b}, [sa, sb, xa, xb](const Tensor& g, const Node& n, Loc l) {
+      return (void)record("mul", loc, out, {&a, &b}, [sa, sb, xa, xb](const Tensor& g, const Node& n, Loc l) {
         Grads r(2);
         if (n.needs_grad(0)) r[0] = sum_to(mul(g, xb.get(n), l), sa, l);
         if (n.needs_grad(1)) r[1] = sum_to(mul(g, xa.get(n), l), sb, l);
@@ -36,7 +36,7 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
       // d(a/b)/db = -(a/b)/b: the output saves recomputing the quotient.
       const SavedTensor xb(b);
       const SavedTensor xo = needs(b) ? SavedTensor(out) : SavedTensor();
-      return record("div", loc, out, {&a, &b}, [sa, sb, xb, xo](const Tensor& g, const Node& n, Loc l) {
+      return (void)record("div", loc, out, {&a, &b}, [sa, sb, xb, xo](const Tensor& g, const Node& n, Loc l) {
         Grads r(2);
         const Tensor bv = xb.get(n);
         if (n.needs_grad(0)) r[0] = sum_to(div(g, bv, l), sa, l);
@@ -50,19 +50,19 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
 void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
   switch (op) {
     case Scalar::add:
-      return record("add", loc, out, {&a}, [](const Tensor& g, const Node&, Loc) { return Grads{g}; });
+      return (void)record("add", loc, out, {&a}, [](const Tensor& g, const Node&, Loc) { return Grads{g}; });
     case Scalar::sub:
-      return record("sub", loc, out, {&a}, [](const Tensor& g, const Node&, Loc) { return Grads{g}; });
+      return (void)record("sub", loc, out, {&a}, [](const Tensor& g, const Node&, Loc) { return Grads{g}; });
     case Scalar::rsub:
-      return record("rsub", loc, out, {&a}, [](const Tensor& g, const Node&, Loc l) { return Grads{neg(g, l)}; });
+      return (void)record("rsub", loc, out, {&a}, [](const Tensor& g, const Node&, Loc l) { return Grads{neg(g, l)}; });
     case Scalar::mul:
-      return record("mul", loc, out, {&a}, [s](const Tensor& g, const Node&, Loc l) { return Grads{mul(g, s, l)}; });
+      return (void)record("mul", loc, out, {&a}, [s](const Tensor& g, const Node&, Loc l) { return Grads{mul(g, s, l)}; });
     case Scalar::div:
-      return record("div", loc, out, {&a}, [s](const Tensor& g, const Node&, Loc l) { return Grads{div(g, s, l)}; });
+      return (void)record("div", loc, out, {&a}, [s](const Tensor& g, const Node&, Loc l) { return Grads{div(g, s, l)}; });
     case Scalar::rdiv: {
       // d(s/a)/da = -(s/a)/a.
       const SavedTensor xa(a), xo(out);
-      return record("rdiv", loc, out, {&a}, [xa, xo](const Tensor& g, const Node& n, Loc l) {
+      return (void)record("rdiv", loc, out, {&a}, [xa, xo](const Tensor& g, const Node& n, Loc l) {
         return Grads{neg(div(mul(g, xo.get(n), l), xa.get(n), l), l)};
       }, {xa, xo});
     }
@@ -72,20 +72,20 @@ void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
 void record_unary(Unary op, Tensor& out, const Tensor& a, Loc loc) {
   switch (op) {
     case Unary::neg:
-      return record("neg", loc, out, {&a}, [](const Tensor& g, const Node&, Loc l) { return Grads{neg(g, l)}; });
+      return (void)record("neg", loc, out, {&a}, [](const Tensor& g, const Node&, Loc l) { return Grads{neg(g, l)}; });
     case Unary::exp: {
       const SavedTensor xo(out);
-      return record("exp", loc, out, {&a},
+      return (void)record("exp", loc, out, {&a},
                     [xo](const Tensor& g, const Node& n, Loc l) { return Grads{mul(g, xo.get(n), l)}; }, {xo});
     }
     case Unary::log: {
       const SavedTensor xa(a);
-      return record("log", loc, out, {&a},
+      return (void)record("log", loc, out, {&a},
                     [xa](const Tensor& g, const Node& n, Loc l) { return Grads{div(g, xa.get(n), l)}; }, {xa});
     }
     case Unary::relu: {
       const SavedTensor xa(a);
-      return record("relu", loc, out, {&a},
+      return (void)record("relu", loc, out, {&a},
                     [xa](const Tensor& g, const Node& n, Loc l) { return Grads{relu_backward(g, xa.get(n), l)}; }, {xa});
     }
   }

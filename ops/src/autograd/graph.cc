@@ -179,11 +179,16 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
     }
   }
 
-  if (!seed.defined()) seed = ones(root.shape(), {root.dtype(), root.device()}, loc);
+  // An implied gradient of 1 into a node that has a form for it (a loss's)
+  // costs no ones tensor and no multiply by it.
+  const bool unit = !seed.defined() && start->has_unit_form();
+  if (!seed.defined() && !unit) seed = ones(root.shape(), {root.dtype(), root.device()}, loc);
   std::unordered_map<Node*, Tensor> sums;
   Uses uses;
-  uses[seed.storage().get()] = grad.defined() ? 2 : 1;
-  sums[start.get()] = seed;
+  if (!unit) {
+    uses[seed.storage().get()] = grad.defined() ? 2 : 1;
+    sums[start.get()] = seed;
+  }
   std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
   ready.push(start.get());
   while (!ready.empty()) {
@@ -196,7 +201,9 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
       continue;
     }
     std::vector<Tensor> grads;
-    if (g.defined()) {
+    if (unit && n == start.get()) {
+      grads = n->apply_unit(loc);
+    } else if (g.defined()) {
       grads = n->apply(g, loc);
       // The node's ops have been pushed: a later in-place write of g is
       // ordered after them, so this buffer no longer counts as a holder.

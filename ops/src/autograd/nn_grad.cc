@@ -49,11 +49,15 @@ void record_linear(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& 
 void record_softmax_cross_entropy(Tensor& loss, const Tensor& probs, const Tensor& logits, const Tensor& labels,
                                   Loc loc) {
   const SavedTensor xp(probs), xl(labels);
-  record("softmax_cross_entropy", loc, loss, {&logits},
+  FnNode& node = record("softmax_cross_entropy", loc, loss, {&logits},
          [xp, xl](const Tensor& g, const Node& n, Loc l) {
            // g is 0-d: it scales every row (one broadcast multiply).
            return Grads{mul(softmax_cross_entropy_backward(xp.get(n), xl.get(n), l), g, l)};
          }, {xp, xl});
+  // backward(loss): the gradient as it is, with no ones and no multiply.
+  node.set_unit_form([xp, xl](const Tensor&, const Node& n, Loc l) {
+    return Grads{softmax_cross_entropy_backward(xp.get(n), xl.get(n), l)};
+  });
 }
 
 }  // namespace tide::autograd

@@ -70,6 +70,10 @@ class Node {
   /// The gradients of the inputs given the output's (entries for inputs
   /// that need none may be undefined). Pushes ops; called with grad mode off.
   virtual std::vector<Tensor> apply(const Tensor& grad, Loc loc) = 0;
+  /// apply() for an output gradient of exactly 1 (backward(loss) of a
+  /// one-element loss), where the node has a cheaper form for it.
+  virtual bool has_unit_form() const { return false; }
+  virtual std::vector<Tensor> apply_unit(Loc) { return {}; }
   /// Drops what the backward needs (the graph is freed after a backward
   /// unless it is retained); apply then throws.
   virtual void release() = 0;
@@ -93,8 +97,13 @@ class FnNode final : public Node {
   FnNode(const char* name, Loc loc, Backward fn, std::vector<SavedTensor> saved)
       : Node(name, loc), fn_(std::move(fn)), saved_(std::move(saved)) {}
   std::vector<Tensor> apply(const Tensor& grad, Loc loc) override { return fn_(grad, *this, loc); }
+  /// The backward for an output gradient of 1, called with an undefined grad.
+  void set_unit_form(Backward fn) { unit_ = std::move(fn); }
+  bool has_unit_form() const override { return static_cast<bool>(unit_); }
+  std::vector<Tensor> apply_unit(Loc loc) override { return unit_(Tensor(), *this, loc); }
   void release() override {
     fn_ = nullptr;
+    unit_ = nullptr;
     saved_.clear();
   }
   bool released() const override { return !fn_; }
@@ -103,7 +112,7 @@ class FnNode final : public Node {
   }
 
  private:
-  Backward fn_;
+  Backward fn_, unit_;
   std::vector<SavedTensor> saved_;  // copies of what fn_ captured, for check_saved
 };
 
@@ -128,12 +137,15 @@ void attach(Tensor& out, std::shared_ptr<Node> node);
 
 /// Records `backward` as the op that made `out` from `inputs`; `saved`
 /// lists the tensors its closure saved, for the check before a backward.
-inline void record(const char* name, Loc loc, Tensor& out, std::initializer_list<const Tensor*> inputs,
-                   FnNode::Backward backward, std::initializer_list<SavedTensor> saved = {}) {
+/// Returns the node (to give it a unit form).
+inline FnNode& record(const char* name, Loc loc, Tensor& out, std::initializer_list<const Tensor*> inputs,
+                      FnNode::Backward backward, std::initializer_list<SavedTensor> saved = {}) {
   auto node = std::make_shared<FnNode>(name, loc, std::move(backward), std::vector<SavedTensor>(saved));
   node->next.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next.push_back(edge_of(*t));
+  FnNode& n = *node;
   attach(out, std::move(node));
+  return n;
 }
 
 }  // namespace tide::autograd

@@ -19,12 +19,12 @@ void record_reduce(Reduce op, Tensor& out, const Tensor& a, std::optional<int> a
   auto unreduce = [axis](const Tensor& g) { return axis ? unsqueeze(g, *axis) : g; };
   switch (op) {
     case Reduce::sum:
-      return record("sum", loc, out, {&a}, [sa, unreduce](const Tensor& g, const Node&, Loc l) {
+      return (void)record("sum", loc, out, {&a}, [sa, unreduce](const Tensor& g, const Node&, Loc l) {
         return Grads{expand(unreduce(g), sa, l)};
       });
     case Reduce::mean: {
       const std::int64_t count = axis ? sa[*axis] : sa.numel();
-      return record("mean", loc, out, {&a}, [sa, unreduce, count](const Tensor& g, const Node&, Loc l) {
+      return (void)record("mean", loc, out, {&a}, [sa, unreduce, count](const Tensor& g, const Node&, Loc l) {
         return Grads{expand(div(unreduce(g), static_cast<double>(count), l), sa, l)};
       });
     }
@@ -33,7 +33,7 @@ void record_reduce(Reduce op, Tensor& out, const Tensor& a, std::optional<int> a
       // torch.max() over all elements does the same). A NaN maximum equals
       // nothing, so the elements that are NaN where it is take it.
       const SavedTensor xa(a), xo(out);
-      return record("max", loc, out, {&a}, [xa, xo, axis, unreduce](const Tensor& g, const Node& n, Loc l) {
+      return (void)record("max", loc, out, {&a}, [xa, xo, axis, unreduce](const Tensor& g, const Node& n, Loc l) {
         const Tensor av = xa.get(n), top = unreduce(xo.get(n));
         const Tensor nan_here = rsub(eq(av, av, l), 1.0, l), nan_top = rsub(eq(top, top, l), 1.0, l);
         const Tensor hit = add(eq(av, top, l), mul(nan_here, nan_top, l), l);
