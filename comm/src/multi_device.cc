@@ -1,5 +1,6 @@
 // The all-reduce over several devices of one rank, then over ranks.
 #include <algorithm>
+#include <type_traits>
 #include <cstring>
 
 #include <tide/comm/communicator.h>
@@ -39,7 +40,14 @@ void reduce_reads(const OpContext& c, std::int64_t n, DType dt, ReduceOp op, boo
       switch (op) {
         case ReduceOp::sum:
         case ReduceOp::avg:
-          for (std::int64_t i = 0; i < n; ++i) out[i] += in[i];
+          // Integer sums wrap around (unsigned arithmetic), as the
+          // collectives' and every integer op's do.
+          for (std::int64_t i = 0; i < n; ++i) {
+            if constexpr (std::is_integral_v<T>)
+              out[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(out[i]) +
+                                      static_cast<std::make_unsigned_t<T>>(in[i]));
+            else out[i] += in[i];
+          }
           break;
         case ReduceOp::max:
           for (std::int64_t i = 0; i < n; ++i) out[i] = std::max(out[i], in[i]);

@@ -91,7 +91,7 @@ template <BinaryOp Op, bool InPlace = false>
   return binary_flat<Op, InPlace>(e, name, a, b, a.shape(), loc);
 }
 
-/// An i32 division by a scalar zero is known on the frontend: refuse it
+/// An integer division by a scalar zero is known on the frontend: refuse it
 /// there rather than fail on the backend.
 void check_scalar_divisor(const char* name, double s, DType t) {
   if (!is_floating(t) && std::trunc(s) == 0.0)

@@ -78,7 +78,8 @@ struct Div {
 /// A value converted to D (to_dtype). Into an integer dtype, a floating
 /// value truncates toward zero, NaN gives 0, and a value outside D's range
 /// (a float's or a wider integer's) saturates to D's bound: the same result
-/// on every device, never C++'s undefined behaviour.
+/// on every device. (Between floating types the conversion is IEEE's: an f64
+/// beyond f32's range becomes an infinity.)
 template <typename D>
 struct ConvertTo {
   template <typename S>

@@ -72,7 +72,7 @@ struct ElementwiseTable {
     });
   }
 
-  /// The scalar is converted to T here, on the host (static_cast, i32
+  /// The scalar is converted to T here, on the host (static_cast, integers
   /// truncating toward zero), for every device.
   template <typename F, bool Reversed>
   static void scalar(DType dtype, const void* a, double s, void* out, std::int64_t n, void* stream) {

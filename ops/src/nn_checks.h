@@ -80,6 +80,11 @@ inline void check_classification(const char* op, const Arg& scores, const Tensor
                      dtype_name(labels.dtype()));
   check_ndim(op, lab, 1, "[N]");
   check_extent(op, scores, 0, lab, 0, "N, the number of rows");
+  // Labels reach the kernels as i32 (an i64 one saturates): classes beyond
+  // i32 could not be told from a saturated label.
+  if (scores.t.shape()[1] > 2147483647)
+    throw ShapeError(op_prefix(op) + "has " + std::to_string(scores.t.shape()[1]) +
+                     " classes; labels are i32 on the backend, so at most 2^31 - 1");
 }
 
 

@@ -66,8 +66,10 @@ inline void check_scalar_fits(const char* op, double s, DType t) {
   if (is_floating(t)) return;
   // The bounds are -2^31 and 2^31 (i64: -2^63 and 2^63), exact in a double;
   // the truncated value must lie in [lo, hi).
+  // (-2^63 - 1 rounds to -2^63 in a double, so the test is on the
+  // truncated value, which also refuses NaN.)
   const double lo = t == DType::i64 ? -9223372036854775808.0 : -2147483648.0;
-  if (!(s > lo - 1.0 && s < -lo))
+  if (!(std::trunc(s) >= lo && s < -lo))
     throw ValueError(op_prefix(op) + "scalar " + std::to_string(s) + " does not fit the tensor's dtype " +
                      dtype_name(t));
 }

@@ -195,7 +195,7 @@ class Sequential(Module):
 
 class CrossEntropyLoss(Module):
     """The mean over rows of -log softmax(logits)[label]; logits [N, C],
-    labels an int32 tensor [N] of classes in [0, C)."""
+    labels an int64 or int32 tensor [N] of classes in [0, C)."""
 
     def forward(self, logits, labels):
         loss, _ = _tide.softmax_cross_entropy(logits, labels)

@@ -35,6 +35,7 @@ TEST_P(Int64Test, ArithmeticWrapsAndDivisionTruncates) {
   EXPECT_EQ(vals(eq(a, a)), (std::vector<std::int64_t>{1, 1, 1, 1, 1}));
   // Scalars: truncated, checked against the range, 0 divisors refused.
   EXPECT_EQ(vals(i64({1}) + 4611686018427387904.0), (std::vector<std::int64_t>{(1LL << 62) + 1}));
+  EXPECT_EQ(vals(full({2}, -9223372036854775808.0, {DType::i64})), (std::vector<std::int64_t>{kMin, kMin}));
   const Tensor one = i64({1});
   EXPECT_REJECTED(ValueError, one + 1e19);
   EXPECT_REJECTED(ValueError, one / 0.5);

@@ -1,7 +1,7 @@
 // The CUDA elementwise table, generated from the op lists in kernels.h over
 // the functors of elementwise_functors.h (the CPU's, compiled for the
 // device). Kernels: grid-stride loops over 16-byte packs (four f32 or i32,
-// two f64) when every pointer is 16-byte aligned, then a scalar tail; a
+// two f64 or i64) when every pointer is 16-byte aligned, then a scalar tail; a
 // scalar loop otherwise. Each launch is enqueued on the op's stream; n == 0
 // launches nothing, and a failed launch throws CudaError. No __restrict__: in-place ops pass the same
 // storage as input and output, and each element is read before it is written
