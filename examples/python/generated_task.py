@@ -75,9 +75,10 @@ class Sampler:
 
     def _shuffle(self, epoch):
         perm = list(range(self.rows))
-        u = uniforms((self.seed * 0xD1B54A32D192ED03 + epoch) & (2**64 - 1), self.rows - 1).tolist()
-        for k, i in enumerate(range(self.rows - 1, 0, -1)):
-            j = int(u[k] * (i + 1))  # Uniform::below(i + 1)
+        u = uniforms((self.seed * 0xD1B54A32D192ED03 + epoch) & (2**64 - 1), self.rows - 1)
+        top = np.arange(self.rows - 1, 0, -1)
+        picks = (u * (top + 1).astype(np.float64)).astype(np.int64).tolist()  # Uniform::below(i + 1)
+        for i, j in zip(top.tolist(), picks):
             perm[i], perm[j] = perm[j], perm[i]
         self.perm, self.epoch = np.array(perm, dtype=np.int64), epoch
 
