@@ -22,4 +22,5 @@
 #include <tide/ops/reduction.h>
 #include <tide/ops/safetensors.h>
 #include <tide/comm/communicator.h>
+#include <tide/comm/data_parallel.h>
 #include <tide/launch/runtime.h>

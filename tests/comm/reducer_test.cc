@@ -13,7 +13,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <tide/comm/data_parallel.h>
 #include <tide/comm/reducer.h>
+#include <tide/ops/autograd.h>
 
 #include "mpi_test.h"
 
@@ -378,6 +380,41 @@ TEST(Reducer, FirstBucketReducesWhileBackwardComputes) {
   ASSERT_NE(first_comm_push, UINT64_MAX) << "no reduction on the comm stream";
   EXPECT_LT(first_comm_push, last_compute_push) << "the first bucket must be pushed before backward ends";
   EXPECT_LT(first_comm_start, last_compute_end) << "the first bucket must start before backward ends";
+}
+
+}  // namespace
+}  // namespace tide::test
+
+namespace tide::test {
+namespace {
+
+TEST(DataParallel, GradientsAreAveragedDuringBackwardAndNoSyncSums) {
+  Communicator& w = world();
+  const double r = w.rank() + 1.0, n = w.size();
+  // Different values per rank: DataParallel starts every rank from rank 0's.
+  std::vector<Tensor> params{full(Shape{3}, r), full(Shape{2, 2}, r)};
+  EXPECT_THROW(DataParallel(w, params), UsageError);  // not marked yet
+  for (Tensor& p : params) p.set_requires_grad();
+  DataParallel ddp(w, params, {.first_bucket_mb = 0.00001});
+  EXPECT_EQ(params[0].to_vector<float>(), std::vector<float>(3, 1.0f));
+  EXPECT_TRUE(params[0].requires_grad());
+  // loss = (rank + 1) * (sum(p0) + sum(p1)): each gradient is rank + 1 on
+  // its rank, so the average is (n + 1) / 2.
+  auto loss = [&] { return mul(add(sum(params[0]), sum(params[1])), r); };
+  backward(loss());
+  const float avg = static_cast<float>((n + 1) / 2);
+  EXPECT_EQ(params[0].grad().to_vector<float>(), std::vector<float>(3, avg));
+  EXPECT_EQ(params[1].grad().to_vector<float>(), std::vector<float>(4, avg));
+  // Two micro-batches summed on each rank, the third reduces all three.
+  for (Tensor& p : params) p.set_grad(Tensor());
+  {
+    auto local = ddp.no_sync();
+    backward(loss());
+    backward(loss());
+  }
+  backward(loss());
+  EXPECT_EQ(params[1].grad().to_vector<float>(), std::vector<float>(4, 3 * avg));
+  EXPECT_THROW(DataParallel(w, {}), UsageError);
 }
 
 }  // namespace
