@@ -70,25 +70,18 @@ struct CpuMaps {
     }
   }
 
-  /// The inner axis as a strided (often unit-stride) loop, the outer axes as
-  /// an odometer.
-  template <typename T>
-  static void gather(const void* in, void* out, const StridedMap& m, void*) {
+  /// Calls row(first, count, step, done) for each row of `m`'s inner axis:
+  /// `count` elements at offsets first, first + step, ..., the `done`
+  /// elements before them in row-major order; the outer axes as an odometer.
+  template <typename Row>
+  static void walk_rows(const StridedMap& m, Row row) {
     const std::int64_t total = m.numel();
-    if (total == 0) return;
-    const T* x = static_cast<const T*>(in);
-    T* o = static_cast<T*>(out);
     const int inner = m.ndim - 1;
     const std::int64_t n = m.extent[inner], s = m.stride[inner];
     std::int64_t index[StridedMap::kMaxDims] = {};
     std::int64_t off = m.offset;
-    for (std::int64_t done = 0; done < total; done += n, o += n) {
-      const T* xs = x + off;
-      if (s == 1) {
-        for (std::int64_t i = 0; i < n; ++i) o[i] = xs[i];
-      } else {
-        for (std::int64_t i = 0; i < n; ++i) o[i] = xs[i * s];
-      }
+    for (std::int64_t done = 0; done < total; done += n) {
+      row(off, n, s, done);
       for (int d = inner - 1; d >= 0; --d) {
         off += m.stride[d];
         if (++index[d] < m.extent[d]) break;
@@ -98,28 +91,33 @@ struct CpuMaps {
     }
   }
 
+  /// Each row a strided (often unit-stride) loop.
+  template <typename T>
+  static void gather(const void* in, void* out, const StridedMap& m, void*) {
+    const T* x = static_cast<const T*>(in);
+    T* o = static_cast<T*>(out);
+    walk_rows(m, [&](std::int64_t off, std::int64_t n, std::int64_t s, std::int64_t done) {
+      const T* xs = x + off;
+      T* os = o + done;
+      if (s == 1) {
+        for (std::int64_t i = 0; i < n; ++i) os[i] = xs[i];
+      } else {
+        for (std::int64_t i = 0; i < n; ++i) os[i] = xs[i * s];
+      }
+    });
+  }
+
   /// gather's walk, adding into the input's places instead of reading them
   /// (in index order, so sums over a zero stride are reproducible).
   template <typename T>
   static void scatter_add(const void* in, void* out, const StridedMap& m, void*) {
-    const std::int64_t total = m.numel();
-    if (total == 0) return;
     const T* x = static_cast<const T*>(in);
     T* o = static_cast<T*>(out);
-    const int inner = m.ndim - 1;
-    const std::int64_t n = m.extent[inner], s = m.stride[inner];
-    std::int64_t index[StridedMap::kMaxDims] = {};
-    std::int64_t off = m.offset;
-    for (std::int64_t done = 0; done < total; done += n, x += n) {
+    walk_rows(m, [&](std::int64_t off, std::int64_t n, std::int64_t s, std::int64_t done) {
       T* os = o + off;
-      for (std::int64_t i = 0; i < n; ++i) os[i * s] = functors::Add{}(os[i * s], x[i]);
-      for (int d = inner - 1; d >= 0; --d) {
-        off += m.stride[d];
-        if (++index[d] < m.extent[d]) break;
-        off -= m.stride[d] * m.extent[d];
-        index[d] = 0;
-      }
-    }
+      const T* xs = x + done;
+      for (std::int64_t i = 0; i < n; ++i) os[i * s] = functors::Add{}(os[i * s], xs[i]);
+    });
   }
 };
 

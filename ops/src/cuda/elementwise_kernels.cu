@@ -107,21 +107,26 @@ __global__ void broadcast_kernel(const T* a, const T* b, T* out, BroadcastMap m,
   }
 }
 
-/// out[i] = in[offset + sum_d index_d * stride_d], the indices found from i
-/// (a division per merged axis); Index 32-bit where both the output and the
-/// input's reach fit, as in broadcast_kernel.
+/// offset + sum_d index_d * stride_d for output element i, the indices
+/// found from i (a division per merged axis).
+///
+/// gather_kernel: out[i] = in[that offset]; Index 32-bit where both the
+/// output and the input's reach fit, as in broadcast_kernel.
+template <typename Index>
+__device__ __forceinline__ Index strided_at(const StridedMap& m, Index i) {
+  Index rest = i, at = static_cast<Index>(m.offset);
+  for (int d = m.ndim - 1; d > 0; --d) {
+    const Index extent = static_cast<Index>(m.extent[d]);
+    at += (rest % extent) * static_cast<Index>(m.stride[d]);
+    rest /= extent;
+  }
+  return at + rest * static_cast<Index>(m.stride[0]);
+}
+
 template <typename T, typename Index>
 __global__ void gather_kernel(const T* in, T* out, StridedMap m, Index n) {
   const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
-  for (Index i = first; i < n; i += stride) {
-    Index rest = i, at = static_cast<Index>(m.offset);
-    for (int d = m.ndim - 1; d > 0; --d) {
-      const Index extent = static_cast<Index>(m.extent[d]);
-      at += (rest % extent) * static_cast<Index>(m.stride[d]);
-      rest /= extent;
-    }
-    out[i] = in[at + rest * static_cast<Index>(m.stride[0])];
-  }
+  for (Index i = first; i < n; i += stride) out[i] = in[strided_at(m, i)];
 }
 
 /// atomicAdd for every dtype: CUDA has no signed 64-bit overload, and a
@@ -141,13 +146,7 @@ template <typename T, typename Index, bool Atomic>
 __global__ void scatter_add_kernel(const T* in, T* out, StridedMap m, Index n) {
   const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
   for (Index i = first; i < n; i += stride) {
-    Index rest = i, at = static_cast<Index>(m.offset);
-    for (int d = m.ndim - 1; d > 0; --d) {
-      const Index extent = static_cast<Index>(m.extent[d]);
-      at += (rest % extent) * static_cast<Index>(m.stride[d]);
-      rest /= extent;
-    }
-    at += rest * static_cast<Index>(m.stride[0]);
+    const Index at = strided_at(m, i);
     if constexpr (Atomic) atomic_add(out + at, in[i]);
     else out[at] = functors::Add{}(out[at], in[i]);
   }
