@@ -42,7 +42,19 @@ Storage::Storage(std::uint64_t engine_id, Device device, std::size_t nbytes)
   memory::note_cpu_held(device.index, nbytes);
 }
 
+Storage::Storage(const std::shared_ptr<Storage>& base, std::size_t offset, std::size_t nbytes)
+    : engine_id_(base->engine_id_), device_(base->device_), nbytes_(nbytes), owner_(base->owner_) {
+  const std::size_t at = base->offset() + offset;
+  if (offset > base->nbytes_ || nbytes > base->nbytes_ - offset)
+    throw ShapeError("a view of bytes [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                     std::to_string(nbytes) + ") passes the end of a storage of " + std::to_string(base->nbytes_) +
+                     " bytes");
+  base_ = base->is_view() ? base->base_ : base;
+  data_ = static_cast<char*>(owner_->data_) + at;
+}
+
 Storage::~Storage() {
+  if (base_) return;  // a view: the owner gives the memory back
   if (device_.is_cuda()) {
     backend::free(device_.index, data_);
     return;

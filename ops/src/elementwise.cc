@@ -165,6 +165,20 @@ using autograd::wants;
   if (a.autograd_meta() || (b && b->autograd_meta())) [[unlikely]] autograd::refuse_in_place(name, a, b);
 }
 
+/// a op= b. An operand overlapping a in part is copied first, once its
+/// shapes are known to fit (so bad input still pushes nothing).
+template <BinaryOp Op>
+[[gnu::always_inline]] inline void binary_in_place(const char* name, Tensor& a, const Tensor& b, Loc loc) {
+  check_in_place(name, a, &b);
+  if (a.defined() && b.defined() && overlaps_partly(a, b)) [[unlikely]] {
+    if (a.dtype() == b.dtype() && broadcast_shapes(name, a.shape(), b.shape()) == a.shape()) {
+      binary<Op, true>(name, a, copy_to(b, b.device(), loc), loc);
+      return;
+    }
+  }
+  binary<Op, true>(name, a, b, loc);
+}
+
 }  // namespace
 
 using autograd::Binary;
@@ -213,16 +227,13 @@ Tensor relu(const Tensor& a, Loc loc) {
 }
 
 void add_(Tensor& a, const Tensor& b, Loc loc) {
-  check_in_place("add_", a, &b);
-  binary<BinaryOp::add, true>("add_", a, b, loc);
+  binary_in_place<BinaryOp::add>("add_", a, b, loc);
 }
 void sub_(Tensor& a, const Tensor& b, Loc loc) {
-  check_in_place("sub_", a, &b);
-  binary<BinaryOp::sub, true>("sub_", a, b, loc);
+  binary_in_place<BinaryOp::sub>("sub_", a, b, loc);
 }
 void mul_(Tensor& a, const Tensor& b, Loc loc) {
-  check_in_place("mul_", a, &b);
-  binary<BinaryOp::mul, true>("mul_", a, b, loc);
+  binary_in_place<BinaryOp::mul>("mul_", a, b, loc);
 }
 void add_(Tensor& a, double s, Loc loc) {
   check_in_place("add_", a);
@@ -240,6 +251,10 @@ void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   check_in_place(name, dst, &src);
   check_same_dtype(name, dst, src);
   check_same_shape(name, dst, src);
+  if (overlaps_partly(dst, src)) [[unlikely]] {
+    copy_(dst, copy_to(src, src.device(), loc), loc);
+    return;
+  }
   const std::size_t nbytes = dst.nbytes();
   const Device to = dst.device(), from = src.device();
   // copy_bytes moves within a device with memmove semantics: copy_(t, t) is

@@ -125,6 +125,9 @@ inline void check_optimizer_tensors(const char* op, const Arg& param, const Arg&
                              std::initializer_list<Arg> states) {
   check_floating_arg(op, param);
   check_like_param(op, param, grad);
+  if (overlaps_partly(param.t, grad.t))
+    throw ValueError(op_prefix(op) + "grad overlaps param in part (views of one tensor at different places); "
+                     "give it a copy");
   for (const Arg& s : states) check_like_param(op, param, s);
   for (const Arg* s = states.begin(); s != states.end(); ++s) {
     for (const Arg* other : {&param, &grad})

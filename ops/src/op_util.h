@@ -74,6 +74,18 @@ inline void check_scalar_fits(const char* op, double s, DType t) {
                      dtype_name(t));
 }
 
+/// True when b's bytes overlap a's without coinciding with them (views of
+/// one block at different places). An op writing a in place while reading b
+/// would then read elements it has already written, so it reads a copy of
+/// b instead (numpy does the same).
+inline bool overlaps_partly(const Tensor& a, const Tensor& b) {
+  const Storage* sa = a.storage().get();
+  const Storage* sb = b.storage().get();
+  if (sa == sb || sa->owner() != sb->owner()) return false;
+  const std::size_t oa = sa->offset(), ob = sb->offset(), ea = oa + a.nbytes(), eb = ob + b.nbytes();
+  return oa < eb && ob < ea && (oa != ob || ea != eb);
+}
+
 /// `axis` in [-ndim, ndim), returned in [0, ndim).
 inline int normalize_axis(const char* op, const Tensor& a, int axis) {
   const int nd = a.ndim();

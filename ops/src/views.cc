@@ -160,6 +160,13 @@ std::shared_ptr<const kernels::StridedMap> strided_map(const char* name, std::in
   return map;
 }
 
+/// Whether a strided map picks one run of consecutive elements in order:
+/// then its result is a view of them (at least one element; an empty
+/// result is a tensor of its own).
+bool picks_one_run(const kernels::StridedMap& map, const Shape& shape) {
+  return shape.numel() > 0 && map.ndim == 1 && (map.extent[0] == 1 || map.stride[0] == 1);
+}
+
 }  // namespace
 
 Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
@@ -170,6 +177,15 @@ Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64
   const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_copy);
   auto map = strided_map(name, a.numel(), shape, strides, offset);
   const DType dt = a.dtype();
+  if (picks_one_run(*map, shape)) {  // a view: no op, no copy
+    Tensor out = offset == 0 && shape.numel() == a.numel()
+                     ? Tensor(a.storage(), shape, dt)
+                     : Tensor(std::make_shared<Storage>(a.storage(), static_cast<std::size_t>(offset) * dtype_size(dt),
+                                                        tensor_bytes(shape, dt)),
+                              shape, dt);
+    if (autograd::wants(a)) autograd::record_strided(out, a, strides, offset, loc);
+    return out;
+  }
   Tensor out = push_new(
       e, name, shape, dt, dev, {a.storage()},
       [fn, dt, map = std::move(map)](const OpContext& ctx) {

@@ -128,9 +128,11 @@ std::vector<std::int64_t> dims_of(const py::args& args) {
 }
 
 /// t[key] for basic indexing: ints, slices, None and one Ellipsis, alone or
-/// in a tuple, as numpy reads them. The result is a copy (tide tensors own
-/// contiguous storage; see tide::strided). An int out of range raises
-/// IndexError, so that iterating over a tensor stops at its end.
+/// in a tuple, as numpy reads them. The result is a view sharing t's storage
+/// when the elements picked are one run in order (t[i], t[a:b], t[i, a:b]),
+/// and a copy otherwise (a column, a step; tide tensors have no strides:
+/// see tide::strided). An int out of range raises IndexError, so that
+/// iterating over a tensor stops at its end.
 Tensor get_item(const Tensor& t, const py::object& key) {
   const Loc loc = here();
   t.check_defined("indexing");
@@ -202,6 +204,41 @@ Tensor get_item(const Tensor& t, const py::object& key) {
   }
   while (axis < t.ndim()) keep_axis();
   return strided(t, shape, strides, offset, loc);
+}
+
+/// t[key] = value: value (a tensor broadcast to the picked shape, or a
+/// number) written into t, where the key picks one run of elements (the
+/// keys whose t[key] is a view). Other keys raise IndexError rather than
+/// write into a copy that t never sees. `t[key] += x` lands here with the
+/// view itself, already updated: nothing is left to write.
+void set_item(Tensor& t, const py::object& key, const py::object& value) {
+  const Loc loc = here();
+  Tensor view = get_item(t, key);
+  if (view.numel() == 0) return;
+  if (!view.is_same(t))
+    throw py::index_error("tide: assignment to t[" + py::repr(key).cast<std::string>() +
+                          "] needs the elements picked to be one run in order (a row, a leading slice, "
+                          "t[i, a:b]), since only those are views; this key picks " +
+                          std::to_string(view.numel()) + " elements spread over t's storage");
+  if (py::isinstance<Tensor>(value)) {
+    const Tensor& v = value.cast<const Tensor&>();
+    if (v.dtype() != view.dtype())
+      throw DTypeError(std::string("tide: t[key] = value: value is ") + dtype_name(v.dtype()) + ", t is " +
+                       dtype_name(view.dtype()) + "; tide does not promote types");
+    if (v.is_same(view) && v.storage()->offset() == view.storage()->offset() && v.shape() == view.shape()) return;
+    if (v.shape() == view.shape()) {
+      copy_(view, v, loc);
+    } else {
+      // Broadcast first: copy_ takes equal shapes (0 * inf would spoil a
+      // mul_-then-add_ in place).
+      copy_(view, add(zeros(view.shape(), {view.dtype(), view.device()}, loc), v, loc), loc);
+    }
+    return;
+  }
+  if (!PyFloat_Check(value.ptr()) && !PyIndex_Check(value.ptr()))
+    throw py::type_error("tide: t[key] = value takes a tide.Tensor or a number, not " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  copy_(view, full(view.shape(), value.cast<double>(), {view.dtype(), view.device()}, loc), loc);
 }
 
 }  // namespace
@@ -276,7 +313,12 @@ void bind_tensors(py::module_& m) {
           },
           py::arg("dtype") = py::none(), py::arg("copy") = py::none(),
           "numpy's view of the values: always a copy (a blocker: waits for them)")
-      .def("__getitem__", &get_item, "basic indexing (ints, slices, None, ...): a copy")
+      .def("__getitem__", &get_item,
+           "basic indexing (ints, slices, None, ...): a view sharing the storage when the elements picked are "
+           "one run in order (t[i], t[a:b], t[i, a:b]), a copy otherwise")
+      .def("__setitem__", &set_item,
+           "t[key] = value (a tensor broadcast to t[key]'s shape, or a number), for keys that pick one run "
+           "in order; others raise IndexError")
       .def(
           "reshape", [](const Tensor& t, const py::args& dims) { return reshape(t, dims_of(dims)); },
           "a view with other extents (one may be -1): shares the storage")

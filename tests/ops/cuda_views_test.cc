@@ -50,5 +50,26 @@ TEST_P(CudaViewsTest, ViewsShareStorageOnTheGpu) {
   EXPECT_EQ(a.to_vector<float>(), std::vector<float>(20, 3.0f));
 }
 
+TEST_P(CudaViewsTest, PartViewsAtAnyOffsetMatchCpu) {
+  // Views one element into a block are not 16-byte aligned: the vectorised
+  // elementwise path must fall back, and the partial-overlap rules (a copy
+  // of the operand) must hold on the GPU too.
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  const std::int64_t n = 100003;
+  const std::vector<float> v = random_values<float>(static_cast<std::size_t>(n), 5, -10, 10);
+  auto run = [&](Tensor x) {
+    Tensor tail = slice(x, 0, 1, n), head = slice(x, 0, 0, n - 1);
+    EXPECT_TRUE(tail.is_same(x));
+    add_(tail, head);
+    Tensor mid = slice(x, 0, 3, n - 2);
+    mul_(mid, 0.5);
+    Tensor dst = slice(x, 0, 7, n), src = slice(x, 0, 0, n - 7);
+    copy_(dst, src);
+    return x.to_vector<float>();
+  };
+  expect_exact(run(to_gpu(v, Shape{n})), run(from_vector(v, Shape{n})), "part views");
+}
+
 }  // namespace
 }  // namespace tide::testing

@@ -558,6 +558,39 @@ def test_views_share_storage_and_layout_ops_copy():
     assert tide.broadcast_shapes([8, 1, 6, 1], [7, 1, 5]) == [8, 7, 6, 5]
 
 
+def test_rows_and_leading_slices_are_views_and_take_assignment():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = tide.from_numpy(x)
+    row = t[1]
+    row += 100  # through the view: t sees it
+    t[0] += 1  # __getitem__, __iadd__ on the view, __setitem__ with the view itself
+    t[2, 1:3] = tide.full([2], -1.0)
+    t[2, 3] = 7
+    t[0:1] = tide.full([4], 5.0)  # broadcast
+    x[1] += 100
+    x[0] = 5
+    x[2, 1:3] = -1
+    x[2, 3] = 7
+    np.testing.assert_array_equal(t.numpy(), x)
+    whole, part = np.from_dlpack(t), np.from_dlpack(t[1:])
+    assert np.shares_memory(whole, part) and part.shape == (2, 4)
+    np.testing.assert_array_equal(part, x[1:])
+    col = t[:, 1]  # not one run: a copy, and assigning to it is refused
+    col += 1000
+    np.testing.assert_array_equal(t.numpy(), x)
+    with pytest.raises(IndexError, match="one run"):
+        t[:, 1] = 0
+    with pytest.raises(tide.DTypeError, match="does not promote"):
+        t[0] = tide.zeros([4], dtype="f64")
+    with pytest.raises(TypeError, match="a tide.Tensor or a number"):
+        t[0] = "a"
+    # x[1:] += x[:-1] adds the old values, as numpy does.
+    y = tide.arange(6, dtype="f32")
+    tail = y[1:]
+    tail += y[:-1]
+    assert y.numpy().tolist() == [0, 1, 3, 5, 7, 9]
+
+
 def test_basic_indexing_as_numpy():
     x = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
     t = tide.from_numpy(x)

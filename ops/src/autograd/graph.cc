@@ -110,9 +110,10 @@ struct LaterFirst {
   bool operator()(const Node* a, const Node* b) const { return a->seq() < b->seq(); }
 };
 
-/// How many places hold each gradient storage during a backward: a
-/// node's input buffer, each edge a node passed it on to (views and sums
-/// pass their gradient through), and the caller, for its own `grad`.
+/// How many places hold each gradient block (a storage, or the owner that
+/// views share) during a backward: a node's input buffer, each edge a node
+/// passed it on to (views and sums pass their gradient through), and the
+/// caller, for its own `grad`.
 using Uses = std::unordered_map<const Storage*, int>;
 
 /// A leaf's first gradient becomes its .grad without a copy only when
@@ -123,7 +124,7 @@ void accumulate(AutogradMeta& leaf, Tensor g, const Uses& uses, Loc loc) {
   if (leaf.grad.defined()) {
     leaf.grad = add(leaf.grad, g, loc);
   } else {
-    const auto it = uses.find(g.storage().get());
+    const auto it = uses.find(g.storage()->owner());
     if (it != uses.end() && it->second > 1) g = copy_to(g, g.device(), loc);
     leaf.grad = g.detach();
   }
@@ -186,7 +187,7 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
   std::unordered_map<Node*, Tensor> sums;
   Uses uses;
   if (!unit) {
-    uses[seed.storage().get()] = grad.defined() ? 2 : 1;
+    uses[seed.storage()->owner()] = grad.defined() ? 2 : 1;
     sums[start.get()] = seed;
   }
   std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
@@ -207,7 +208,7 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
       grads = n->apply(g, loc);
       // The node's ops have been pushed: a later in-place write of g is
       // ordered after them, so this buffer no longer counts as a holder.
-      --uses[g.storage().get()];
+      --uses[g.storage()->owner()];
     }
     if (!options.retain_graph) n->release();
     // Every gradient is placed before any accumulator runs: one that this
@@ -217,12 +218,12 @@ void backward(const Tensor& root, const Tensor& grad, BackwardOptions options, L
       if (!to || !grads[i].defined()) continue;
       Tensor& sum = sums[to];
       if (sum.defined()) {
-        --uses[sum.storage().get()];
+        --uses[sum.storage()->owner()];
         sum = add(sum, grads[i], loc);
       } else {
         sum = std::move(grads[i]);
       }
-      ++uses[sum.storage().get()];
+      ++uses[sum.storage()->owner()];
     }
     for (std::size_t i = 0; i < n->next.size(); ++i) {
       Node* to = n->next[i].node.get();

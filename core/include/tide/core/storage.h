@@ -39,6 +39,12 @@ class Storage {
  public:
   /// Allocates `nbytes` (64-byte aligned) on `device` for the engine `engine_id`.
   Storage(std::uint64_t engine_id, Device device, std::size_t nbytes);
+  /// A view: `nbytes` bytes of `base`'s memory from byte `offset` (a view of
+  /// a view is made on the block's owner). It allocates nothing and keeps
+  /// the owner alive; the engine orders it as the owner, since dependency
+  /// state, write count and poison are the owner's (see var()).
+  /// tide::ShapeError when the range passes the end of `base`.
+  Storage(const std::shared_ptr<Storage>& base, std::size_t offset, std::size_t nbytes);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -49,14 +55,24 @@ class Storage {
   void* data() { return data_; }
   const void* data() const { return data_; }
 
-  VarState& var() { return var_; }
-  const VarState& var() const { return var_; }
+  /// The storage that owns the memory: this one, or a view's base.
+  Storage* owner() { return owner_; }
+  const Storage* owner() const { return owner_; }
+  bool is_view() const { return owner_ != this; }
+  /// Where this storage's bytes start in its owner's block.
+  std::size_t offset() const { return static_cast<std::size_t>(static_cast<const char*>(data_) -
+                                                                static_cast<const char*>(owner_->data_)); }
+
+  /// The owner's state: every view of one block shares it.
+  VarState& var() { return owner_->var_; }
+  const VarState& var() const { return owner_->var_; }
 
   /// Set by the op that last wrote this storage when it failed (or was
   /// skipped because an input was poisoned); cleared by a successful write.
   /// Ordered like the data itself: the engine's RAW/WAR/WAW edges protect it.
-  const std::shared_ptr<const OpProvenance>& poison() const { return poison_; }
-  void set_poison(std::shared_ptr<const OpProvenance> p) { poison_ = std::move(p); }
+  /// Kept by the owner, as var() is.
+  const std::shared_ptr<const OpProvenance>& poison() const { return owner_->poison_; }
+  void set_poison(std::shared_ptr<const OpProvenance> p) { owner_->poison_ = std::move(p); }
 
  private:
   // Read by workers.
@@ -64,6 +80,8 @@ class Storage {
   Device device_;
   std::size_t nbytes_;
   void* data_ = nullptr;
+  Storage* owner_ = this;
+  std::shared_ptr<Storage> base_;  // a view's owner, held; null for an owner
   std::shared_ptr<const OpProvenance> poison_;
   // Written by the frontend at every push that uses this storage: kept a
   // cache line away from the fields above, which workers read, so the two

@@ -52,8 +52,11 @@ class Tensor {
   std::int64_t numel() const { return shape_.numel(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
-  /// True when both handles share one storage.
-  bool is_same(const Tensor& o) const { return storage_ == o.storage_; }
+  /// True when both handles' bytes lie in one block of memory: one storage,
+  /// or views of one (whether or not their elements overlap).
+  bool is_same(const Tensor& o) const {
+    return storage_ == o.storage_ || (storage_ && o.storage_ && storage_->owner() == o.storage_->owner());
+  }
 
   /// Barrier: blocks until the ops producing this tensor have run (not the
   /// unrelated work queued elsewhere); rethrows their error, if any.

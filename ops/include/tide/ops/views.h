@@ -3,9 +3,19 @@
 // storage with another shape (reshape, flatten, squeeze, unsqueeze). It
 // costs no op and no copy, and the engine orders it as its base, since they
 // share a storage: an in-place op on a view changes the base, and a read of
-// either waits for writes through the other. Ops that reorder or pick
-// elements (transpose, permute, slice, select, strided) copy them into a new
-// contiguous tensor, one op on the tensor's stream, as numpy's copies do.
+// either waits for writes through the other.
+//
+// Ops that pick elements (slice, select, strided, and transpose or permute
+// when they move only axes of extent 1) are views too whenever the elements
+// they pick are one run of consecutive elements in order: t[i], t[a:b],
+// t[i, a:b], a row of a matrix, any leading-axis slice. A view of part of a
+// storage is a Storage made on the same block (Storage's view constructor),
+// ordered, version-counted and poisoned as the block. Where the picked
+// elements are not one run (a column, a step other than 1 on an axis with
+// more than one element before it, a real transpose) the result is a copy
+// into a new contiguous tensor, one op on the tensor's stream, as MXNet's
+// NDArray does: tide tensors have no strides. An in-place op whose operand
+// overlaps its target in part (x[1:] += x[:-1]) reads a copy of the operand.
 #pragma once
 
 #include <array>
@@ -31,25 +41,29 @@ Tensor squeeze(const Tensor& a);
 /// -1 appends one).
 Tensor unsqueeze(const Tensor& a, int axis);
 
-/// A copy of `a` with axes `axis0` and `axis1` swapped (negative counts
-/// from the end).
+/// `a` with axes `axis0` and `axis1` swapped (negative counts from the end):
+/// a copy, or a view when the order of the elements is unchanged.
 Tensor transpose(const Tensor& a, int axis0 = -2, int axis1 = -1, Loc loc = Loc::current());
-/// A copy of `a` with its axes in `order` (a permutation of 0..ndim-1):
-/// result axis i is a's axis order[i].
+/// `a` with its axes in `order` (a permutation of 0..ndim-1): result axis i
+/// is a's axis order[i]. A copy, or a view when the order is unchanged.
 Tensor permute(const Tensor& a, const std::vector<int>& order, Loc loc = Loc::current());
-/// A copy of elements start, start + step, ... before stop along `axis`,
-/// with Python's rules: negative start and stop count from the end, both are
-/// clamped to the axis, step may be negative but not 0.
+/// Elements start, start + step, ... before stop along `axis` (a view when
+/// they are one run, see above; otherwise a copy), with Python's rules:
+/// negative start and stop count from the end, both are clamped to the
+/// axis, step may be negative but not 0.
 Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1,
              Loc loc = Loc::current());
-/// A copy of element `index` along `axis` (negative counts from the end),
-/// that axis dropped. tide::ShapeError when it is out of range.
+/// Element `index` along `axis` (negative counts from the end), that axis
+/// dropped: a view when every axis before `axis` has extent 1 (t[i] is one),
+/// otherwise a copy. tide::ShapeError when it is out of range.
 Tensor select(const Tensor& a, int axis, std::int64_t index, Loc loc = Loc::current());
 
-/// The general copy behind the four above: a new tensor of `shape` whose
-/// element at index (i_0, ..., i_k) is a's flat element
-/// offset + i_0 * strides[0] + ... + i_k * strides[k]. Strides may be zero
-/// or negative; tide::ShapeError when some element reached lies outside a.
+/// The general form of the four above: a tensor of `shape` whose element at
+/// index (i_0, ..., i_k) is a's flat element
+/// offset + i_0 * strides[0] + ... + i_k * strides[k]; a view of a when
+/// those are one run of consecutive elements in order, a copy otherwise.
+/// Strides may be zero or negative; tide::ShapeError when some element
+/// reached lies outside a.
 Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
                std::int64_t offset, Loc loc = Loc::current());
 
