@@ -37,6 +37,7 @@ struct Options {
   int ops = 10000;
   int runs = 11;
   double streaming_cap_mb = -1;  // < 0: the engine's default
+  std::int64_t max_queued_ops = -1;  // < 0: the engine's default
   double host_cap_mb = -1;       // < 0: the engine's default
   int matmul_size = 1000;        // 0: skip the random-matrix rows
   std::string json;
@@ -106,11 +107,15 @@ int main(int argc, char** argv) try {
   app.add_option("--host-cap-mb", o.host_cap_mb,
                  "the async engine's max_queued_host_bytes, MiB (0: unbounded; default: the library's)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-queued-ops", o.max_queued_ops,
+                 "the async engine's max_queued_ops (0: unbounded; default: the library's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--json", o.json, "also write every number as JSON to this file");
   if (const int status = tide::examples::parse_command_line(app, argc, argv, true); status >= 0) return status;
 
   tide::EngineOptions ao, no;
   ao.kind = tide::EngineKind::async;
+  if (o.max_queued_ops >= 0) ao.policy.max_queued_ops = static_cast<std::uint64_t>(o.max_queued_ops);
   if (o.host_cap_mb >= 0) ao.policy.max_queued_host_bytes = static_cast<std::uint64_t>(o.host_cap_mb * (1 << 20));
   if (o.streaming_cap_mb >= 0)
     ao.policy.max_streaming_host_bytes = static_cast<std::uint64_t>(o.streaming_cap_mb * (1 << 20));
