@@ -165,8 +165,13 @@ void EngineBackend::run_op(OpDesc& op, QueuedOp& q, int stream_index, void* nati
   }
   // Stored only when it changes: the common case (clean in, clean out) then
   // leaves the storage's cache line alone for the frontend.
-  for (int i = 0; i < op.writes.size(); ++i)
-    if (poison || op.writes[i]->poison()) op.writes[i]->set_poison(poison);
+  // A successful write clears the poison only when it covers the whole
+  // block: a view of part of it leaves the rest as bad as it was.
+  for (int i = 0; i < op.writes.size(); ++i) {
+    Storage* w = op.writes[i];
+    if (poison) w->set_poison(poison);
+    else if (w->poison() && w->covers_owner()) w->set_poison(nullptr);
+  }
 }
 
 void EngineBackend::settle_trace(int stream_index, std::int64_t slot, bool retimed, std::int64_t start_ns,

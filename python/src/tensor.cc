@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -127,14 +129,17 @@ std::vector<std::int64_t> dims_of(const py::args& args) {
   return args.cast<std::vector<std::int64_t>>();
 }
 
-/// t[key] for basic indexing: ints, slices, None and one Ellipsis, alone or
-/// in a tuple, as numpy reads them. The result is a view sharing t's storage
-/// when the elements picked are one run in order (t[i], t[a:b], t[i, a:b]),
-/// and a copy otherwise (a column, a step; tide tensors have no strides:
-/// see tide::strided). An int out of range raises IndexError, so that
-/// iterating over a tensor stops at its end.
-Tensor get_item(const Tensor& t, const py::object& key) {
-  const Loc loc = here();
+/// Where basic indexing (ints, slices, None and one Ellipsis, alone or in a
+/// tuple, as numpy reads them) takes its elements: the arguments of
+/// tide::strided. Checks the key and pushes nothing. An int out of range
+/// raises IndexError, so that iterating over a tensor stops at its end.
+struct IndexMap {
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  std::int64_t offset = 0;
+};
+
+IndexMap index_map(const Tensor& t, const py::object& key) {
   t.check_defined("indexing");
   py::tuple items = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
   int consumed = 0, ellipses = 0;
@@ -157,19 +162,17 @@ Tensor get_item(const Tensor& t, const py::object& key) {
     from[static_cast<std::size_t>(d)] = step;
     step *= t.shape()[static_cast<int>(d)];
   }
-  Shape shape;
-  std::vector<std::int64_t> strides;
-  std::int64_t offset = 0;
+  IndexMap m;
   int axis = 0;
   auto keep_axis = [&] {
-    shape.push_back(t.shape()[axis]);
-    strides.push_back(from[static_cast<std::size_t>(axis)]);
+    m.shape.push_back(t.shape()[axis]);
+    m.strides.push_back(from[static_cast<std::size_t>(axis)]);
     ++axis;
   };
   for (const py::handle item : items) {
     if (item.is_none()) {
-      shape.push_back(1);
-      strides.push_back(0);
+      m.shape.push_back(1);
+      m.strides.push_back(0);
     } else if (item.ptr() == Py_Ellipsis) {
       for (int k = t.ndim() - consumed; k > 0; --k) keep_axis();
     } else if (PyIndex_Check(item.ptr())) {
@@ -187,7 +190,7 @@ Tensor get_item(const Tensor& t, const py::object& key) {
         throw py::index_error("index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
                               " of extent " + std::to_string(n));
       if (i < 0) i += n;
-      offset += i * from[static_cast<std::size_t>(axis)];
+      m.offset += i * from[static_cast<std::size_t>(axis)];
       ++axis;
     } else {
       std::size_t start = 0, stop = 0, step = 0, length = 0;
@@ -196,49 +199,114 @@ Tensor get_item(const Tensor& t, const py::object& key) {
         throw py::error_already_set();
       // One element or none walks nowhere: stride 0 (a huge step would overflow).
       const auto st = length > 1 ? static_cast<std::int64_t>(static_cast<py::ssize_t>(step)) : 0;
-      shape.push_back(static_cast<std::int64_t>(length));
-      strides.push_back(from[static_cast<std::size_t>(axis)] * st);
-      if (length > 0) offset += static_cast<std::int64_t>(start) * from[static_cast<std::size_t>(axis)];
+      m.shape.push_back(static_cast<std::int64_t>(length));
+      m.strides.push_back(from[static_cast<std::size_t>(axis)] * st);
+      if (length > 0) m.offset += static_cast<std::int64_t>(start) * from[static_cast<std::size_t>(axis)];
       ++axis;
     }
   }
   while (axis < t.ndim()) keep_axis();
-  return strided(t, shape, strides, offset, loc);
+  return m;
 }
 
-/// t[key] = value: value (a tensor broadcast to the picked shape, or a
-/// number) written into t, where the key picks one run of elements (the
-/// keys whose t[key] is a view). Other keys raise IndexError rather than
-/// write into a copy that t never sees. `t[key] += x` lands here with the
-/// view itself, already updated: nothing is left to write.
+/// Whether the map picks one run of consecutive elements in order (what
+/// tide::strided returns as a view): every axis longer than 1 steps by the
+/// elements of the axes after it.
+bool picks_one_run(const IndexMap& m) {
+  std::int64_t run = 1;
+  for (int d = m.shape.ndim() - 1; d >= 0; --d) {
+    const std::int64_t ext = m.shape[d];
+    if (ext == 1) continue;
+    if (m.strides[static_cast<std::size_t>(d)] != run) return false;
+    run *= ext;
+  }
+  return true;
+}
+
+/// t[key]: a view sharing t's storage when the elements picked are one run
+/// in order (t[i], t[a:b], t[i, a:b]), and a copy otherwise (a column, a
+/// step; tide tensors have no strides: see tide::strided).
+Tensor get_item(const Tensor& t, const py::object& key) {
+  const Loc loc = here();
+  const IndexMap m = index_map(t, key);
+  return strided(t, m.shape, m.strides, m.offset, loc);
+}
+
+/// The value of t[key] = value as a tensor of t's dtype: a tensor as it is,
+/// a number (Python's, numpy's: anything with __index__ or __float__) as
+/// one element, exactly (an integer is not rounded through a double).
+/// Checks first; pushes only once `make` is called.
+std::function<Tensor()> assigned_value(const Tensor& t, const py::object& value, Shape& shape, Loc loc) {
+  if (py::isinstance<Tensor>(value)) {
+    const Tensor v = value.cast<Tensor>();
+    v.check_defined("t[key] = value");
+    if (v.dtype() != t.dtype())
+      throw DTypeError(std::string("tide: t[key] = value: value is ") + dtype_name(v.dtype()) + ", t is " +
+                       dtype_name(t.dtype()) + "; tide does not promote types");
+    shape = v.shape();
+    return [v] { return v; };
+  }
+  shape = Shape{};
+  const Device dev = t.device();
+  if (PyIndex_Check(value.ptr()) && !PyFloat_Check(value.ptr())) {
+    const auto i = value.cast<std::int64_t>();  // OverflowError beyond 64 bits
+    return dispatch_dtype(t.dtype(), [&](auto tag) -> std::function<Tensor()> {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T>) {
+        if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+          throw ValueError("tide: t[key] = " + std::to_string(i) + ": out of range for " + dtype_name(t.dtype()));
+      }
+      const T v = static_cast<T>(i);
+      return [v, dev, loc] { return from_vector(std::vector<T>{v}, Shape{}, dev, loc); };
+    });
+  }
+  if (!PyFloat_Check(value.ptr()) && !py::hasattr(value, "__float__"))
+    throw py::type_error("tide: t[key] = value takes a tide.Tensor or a number, not " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  const double d = py::float_(value).cast<double>();  // into an integer dtype, full() truncates or refuses
+  return [d, dev, dt = t.dtype(), loc] { return full(Shape{}, d, {dt, dev}, loc); };
+}
+
+/// t[key] = value: value (a tensor broadcast to t[key]'s shape, numpy's
+/// rules, or a number) written into t, where the key picks one run of
+/// elements (the keys whose t[key] is a view). Other keys raise IndexError
+/// rather than write into a copy that t never sees. Every check runs before
+/// anything is pushed. `t[key] += x` lands here with the view itself,
+/// already updated: nothing is left to write.
 void set_item(Tensor& t, const py::object& key, const py::object& value) {
   const Loc loc = here();
-  Tensor view = get_item(t, key);
-  if (view.numel() == 0) return;
-  if (!view.is_same(t))
+  const IndexMap m = index_map(t, key);
+  Shape vs;
+  const auto make = assigned_value(t, value, vs, loc);
+  // numpy drops a value's leading axes of extent 1 beyond the target's.
+  Shape fitted = vs;
+  while (fitted.ndim() > m.shape.ndim() && fitted[0] == 1) fitted = fitted.without(0);
+  if (broadcast_shapes(m.shape, fitted) != m.shape)
+    throw ShapeError("tide: t[key] = value: a value of shape " + vs.str() + " does not broadcast to t[key]'s shape " +
+                     m.shape.str());
+  if (m.shape.numel() == 0) return;
+  if (!picks_one_run(m))
     throw py::index_error("tide: assignment to t[" + py::repr(key).cast<std::string>() +
                           "] needs the elements picked to be one run in order (a row, a leading slice, "
                           "t[i, a:b]), since only those are views; this key picks " +
-                          std::to_string(view.numel()) + " elements spread over t's storage");
-  if (py::isinstance<Tensor>(value)) {
-    const Tensor& v = value.cast<const Tensor&>();
-    if (v.dtype() != view.dtype())
-      throw DTypeError(std::string("tide: t[key] = value: value is ") + dtype_name(v.dtype()) + ", t is " +
-                       dtype_name(view.dtype()) + "; tide does not promote types");
-    if (v.is_same(view) && v.storage()->offset() == view.storage()->offset() && v.shape() == view.shape()) return;
-    if (v.shape() == view.shape()) {
-      copy_(view, v, loc);
-    } else {
-      // Broadcast first: copy_ takes equal shapes (0 * inf would spoil a
-      // mul_-then-add_ in place).
-      copy_(view, add(zeros(view.shape(), {view.dtype(), view.device()}, loc), v, loc), loc);
+                          std::to_string(m.shape.numel()) + " elements spread over t's storage");
+  Tensor view = strided(t, m.shape, m.strides, m.offset, loc);  // a view: nothing pushed
+  Tensor v = make();
+  if (v.is_same(view) && v.storage()->offset() == view.storage()->offset() && v.shape() == view.shape()) return;
+  if (fitted != vs) v = reshape(v, std::vector<std::int64_t>(fitted.begin(), fitted.end()));
+  if (v.shape() != m.shape) {
+    // numpy's broadcast as a gather with zero strides: the values as they
+    // are (-0 stays -0), one op.
+    std::vector<std::int64_t> st(static_cast<std::size_t>(m.shape.ndim()), 0);
+    const int lead = m.shape.ndim() - v.ndim();
+    std::int64_t step = 1;
+    for (int d = v.ndim() - 1; d >= 0; --d) {
+      if (v.shape()[d] != 1) st[static_cast<std::size_t>(d + lead)] = step;
+      step *= v.shape()[d];
     }
-    return;
+    v = strided(v, m.shape, st, 0, loc);
   }
-  if (!PyFloat_Check(value.ptr()) && !PyIndex_Check(value.ptr()))
-    throw py::type_error("tide: t[key] = value takes a tide.Tensor or a number, not " +
-                         std::string(py::str(py::type::of(value).attr("__name__"))));
-  copy_(view, full(view.shape(), value.cast<double>(), {view.dtype(), view.device()}, loc), loc);
+  copy_(view, v, loc);
 }
 
 }  // namespace

@@ -141,6 +141,22 @@ TEST_P(PartViewsTest, AutogradThroughViewsAndTheirWriteCount) {
   EXPECT_REJECTED(UsageError, add_(r0, 1.0));
 }
 
+TEST_P(PartViewsTest, AWriteToPartOfABlockDoesNotClearItsPoison) {
+  // Row 0 gets a failed op's output; a good write to row 1 must not make
+  // the block look clean again (poison is the block's, as ordering is).
+  Tensor t = zeros({2, 2}, {DType::i32});
+  Tensor bad = div(ones({2}, {DType::i32}), zeros({2}, {DType::i32}));  // fails on the backend
+  Tensor row0 = select(t, 0, 0), row1 = select(t, 0, 1);
+  copy_(row0, bad);
+  copy_(row1, full({2}, 5, {DType::i32}));
+  EXPECT_THROW(t.to_vector<std::int32_t>(), BackendError);
+  EXPECT_THROW(row1.to_vector<std::int32_t>(), BackendError);
+  // A write of the whole block clears it.
+  copy_(t, full({2, 2}, 7, {DType::i32}));
+  EXPECT_EQ(row0.to_vector<std::int32_t>(), (std::vector<std::int32_t>{7, 7}));
+  eng().wait_all();  // the failure was reported at the barriers above
+}
+
 TEST_P(PartViewsTest, AViewOutsideItsBaseIsRefused) {
   Tensor a = zeros({4});
   EXPECT_THROW(Storage(a.storage(), 8, 12), ShapeError);

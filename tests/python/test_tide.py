@@ -584,6 +584,27 @@ def test_rows_and_leading_slices_are_views_and_take_assignment():
         t[0] = tide.zeros([4], dtype="f64")
     with pytest.raises(TypeError, match="a tide.Tensor or a number"):
         t[0] = "a"
+    # As numpy: leading axes of extent 1 dropped, numpy's scalars, -0 kept,
+    # integers exact beyond 2^53.
+    t[1] = tide.full([1, 1, 4], 2.0)
+    t[2, :2] = np.float32(-0.0)
+    x[1] = 2
+    x[2, :2] = -0.0
+    got = t.numpy()
+    np.testing.assert_array_equal(got, x)
+    assert np.signbit(got[2, 0]) and np.signbit(got[2, 1])
+    big = tide.zeros([3], dtype="i64")
+    big[1] = 2**60 + 1
+    assert big.numpy().tolist() == [0, 2**60 + 1, 0]
+    # Bad input pushes nothing.
+    cases = [((slice(None), 1), 0.0, IndexError), (0, tide.ones([2, 4]), tide.ShapeError),
+             (0, tide.ones([4], dtype="f64"), tide.DTypeError), (0, "a", TypeError),
+             (slice(0, 0), "a", TypeError), (7, 0.0, IndexError)]
+    before = RT.stats().ops_pushed
+    for key, value, err in cases:
+        with pytest.raises(err):
+            t[key] = value
+    assert RT.stats().ops_pushed == before
     # x[1:] += x[:-1] adds the old values, as numpy does.
     y = tide.arange(6, dtype="f32")
     tail = y[1:]

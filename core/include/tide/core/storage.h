@@ -59,6 +59,8 @@ class Storage {
   Storage* owner() { return owner_; }
   const Storage* owner() const { return owner_; }
   bool is_view() const { return owner_ != this; }
+  /// Whether this storage spans its owner's whole block.
+  bool covers_owner() const { return !is_view() || (data_ == owner_->data_ && nbytes_ == owner_->nbytes_); }
   /// Where this storage's bytes start in its owner's block.
   std::size_t offset() const { return static_cast<std::size_t>(static_cast<const char*>(data_) -
                                                                 static_cast<const char*>(owner_->data_)); }
