@@ -197,8 +197,24 @@ Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
 Tensor div(const Tensor& a, const Tensor& b, Loc loc) {
   return recorded(binary<BinaryOp::div>("div", a, b, loc), Binary::div, a, b, loc);
 }
-// Piecewise constant: its result needs no gradient (as torch.eq's).
+Tensor pow(const Tensor& a, const Tensor& b, Loc loc) {
+  if (a.defined()) check_floating("pow", a.dtype());
+  return recorded(binary<BinaryOp::pow>("pow", a, b, loc), Binary::pow, a, b, loc);
+}
+// Comparisons are piecewise constant: their results need no gradient (as
+// torch.eq's).
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::eq>("eq", a, b, loc); }
+Tensor ne(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::ne>("ne", a, b, loc); }
+Tensor gt(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::gt>("gt", a, b, loc); }
+Tensor ge(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::ge>("ge", a, b, loc); }
+Tensor lt(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::lt>("lt", a, b, loc); }
+Tensor le(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::le>("le", a, b, loc); }
+Tensor eq(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::eq, false>("eq", a, s, loc); }
+Tensor ne(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::ne, false>("ne", a, s, loc); }
+Tensor gt(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::gt, false>("gt", a, s, loc); }
+Tensor ge(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::ge, false>("ge", a, s, loc); }
+Tensor lt(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::lt, false>("lt", a, s, loc); }
+Tensor le(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::le, false>("le", a, s, loc); }
 
 Tensor add(const Tensor& a, double s, Loc loc) {
   return recorded(with_scalar<BinaryOp::add, false>("add", a, s, loc), Scalar::add, a, s, loc);
@@ -219,12 +235,31 @@ Tensor rdiv(const Tensor& a, double s, Loc loc) {
   return recorded(with_scalar<BinaryOp::div, true>("rdiv", a, s, loc), Scalar::rdiv, a, s, loc);
 }
 
+Tensor pow(const Tensor& a, double s, Loc loc) {
+  if (a.defined()) check_floating("pow", a.dtype());
+  return recorded(with_scalar<BinaryOp::pow, false>("pow", a, s, loc), Scalar::pow, a, s, loc);
+}
+Tensor rpow(const Tensor& a, double s, Loc loc) {
+  if (a.defined()) check_floating("rpow", a.dtype());
+  return recorded(with_scalar<BinaryOp::pow, true>("rpow", a, s, loc), Scalar::rpow, a, s, loc);
+}
+
 Tensor neg(const Tensor& a, Loc loc) { return recorded(unary<UnaryOp::neg>("neg", a, false, loc), Unary::neg, a, loc); }
 Tensor exp(const Tensor& a, Loc loc) { return recorded(unary<UnaryOp::exp>("exp", a, true, loc), Unary::exp, a, loc); }
 Tensor log(const Tensor& a, Loc loc) { return recorded(unary<UnaryOp::log>("log", a, true, loc), Unary::log, a, loc); }
 Tensor relu(const Tensor& a, Loc loc) {
   return recorded(unary<UnaryOp::relu>("relu", a, false, loc), Unary::relu, a, loc);
 }
+Tensor sqrt(const Tensor& a, Loc loc) {
+  return recorded(unary<UnaryOp::sqrt>("sqrt", a, true, loc), Unary::sqrt, a, loc);
+}
+Tensor tanh(const Tensor& a, Loc loc) {
+  return recorded(unary<UnaryOp::tanh>("tanh", a, true, loc), Unary::tanh, a, loc);
+}
+Tensor sigmoid(const Tensor& a, Loc loc) {
+  return recorded(unary<UnaryOp::sigmoid>("sigmoid", a, true, loc), Unary::sigmoid, a, loc);
+}
+Tensor abs(const Tensor& a, Loc loc) { return recorded(unary<UnaryOp::abs>("abs", a, false, loc), Unary::abs, a, loc); }
 
 void add_(Tensor& a, const Tensor& b, Loc loc) {
   binary_in_place<BinaryOp::add>("add_", a, b, loc);

@@ -103,10 +103,57 @@ struct ConvertTo {
   }
 };
 
-/// 1 where equal, else 0.
+/// Comparisons: 1 where true, else 0, in the operands' dtype. NaN compares
+/// false, except that it is not equal to anything (Ne gives 1).
 struct Eq {
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x, T y) const { return x == y ? T(1) : T(0); }
+};
+struct Ne {
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x != y ? T(1) : T(0); }
+};
+struct Gt {
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x > y ? T(1) : T(0); }
+};
+struct Ge {
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x >= y ? T(1) : T(0); }
+};
+struct Lt {
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x < y ? T(1) : T(0); }
+};
+struct Le {
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x <= y ? T(1) : T(0); }
+};
+
+/// Whether a functor takes floating dtypes only (kFloatingOnly): the
+/// frontend checks, and the tables give the integer dtypes a kernel that
+/// throws.
+template <typename F>
+constexpr bool floating_only_op() {
+  if constexpr (requires { F::kFloatingOnly; }) return F::kFloatingOnly;
+  else return false;
+}
+template <typename F>
+inline constexpr bool kFloatingOnlyOp = floating_only_op<F>();
+
+/// x to the power y (floating dtypes): the C library's pow on the host,
+/// CUDA's powf / pow on the device.
+struct Pow {
+  static constexpr bool kFloatingOnly = true;
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x, T y) const {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<T, float>) return powf(x, y);
+    else return ::pow(x, y);
+#else
+    return std::pow(x, y);
+#endif
+  }
 };
 
 /// f(x, s) or, with Reversed, f(s, x): scalar variants of the binary ops.
@@ -144,6 +191,46 @@ struct Libm {
 };
 using Exp = Libm<Transcendental::exp>;
 using Log = Libm<Transcendental::log>;
+
+/// sqrt, tanh and the logistic sigmoid 1 / (1 + exp(-x)), floating dtypes
+/// only, with the same device and host functions as Libm. The sigmoid is
+/// 0 or 1 at the extremes, never NaN (exp overflows to inf: 1 / inf = 0).
+enum class Smooth { sqrt, tanh, sigmoid };
+template <Smooth Fn>
+struct SmoothFn {
+  static constexpr bool kFloatingOnly = true;
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x) const {
+#ifdef __CUDA_ARCH__
+    constexpr bool kF = std::is_same_v<T, float>;
+    if constexpr (Fn == Smooth::sqrt) return kF ? sqrtf(x) : ::sqrt(x);
+    else if constexpr (Fn == Smooth::tanh) return kF ? tanhf(x) : ::tanh(x);
+    else return T(1) / (T(1) + (kF ? expf(-x) : ::exp(-x)));
+#else
+    if constexpr (Fn == Smooth::sqrt) return std::sqrt(x);
+    else if constexpr (Fn == Smooth::tanh) return std::tanh(x);
+    else return T(1) / (T(1) + std::exp(-x));
+#endif
+  }
+};
+using Sqrt = SmoothFn<Smooth::sqrt>;
+using Tanh = SmoothFn<Smooth::tanh>;
+using Sigmoid = SmoothFn<Smooth::sigmoid>;
+
+/// |x|; an integer minimum wraps to itself, as negation does. NaN stays NaN
+/// and -0 becomes +0.
+struct Abs {
+  static constexpr bool kFloatingOnly = false;
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x) const {
+    if constexpr (kIsInt<T>) return x < T(0) ? wrap<T>(std::make_unsigned_t<T>(0) - bits(x)) : x;
+#ifdef __CUDA_ARCH__
+    else return std::is_same_v<T, float> ? fabsf(x) : ::fabs(x);
+#else
+    else return std::fabs(x);
+#endif
+  }
+};
 
 /// max(x, 0); NaN stays NaN and -0 stays -0.
 struct Relu {

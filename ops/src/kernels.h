@@ -32,8 +32,12 @@ namespace tide::kernels {
 // (elementwise_functors.h); elementwise_table.h builds each device kind's
 // table from them.
 
-#define TIDE_BINARY_OPS(X) X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(eq, Eq)
-#define TIDE_UNARY_OPS(X) X(neg, Neg) X(exp, Exp) X(log, Log) X(relu, Relu)
+#define TIDE_BINARY_OPS(X)                                                                           \
+  X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(pow, Pow) X(eq, Eq) X(ne, Ne) X(gt, Gt) X(ge, Ge) \
+  X(lt, Lt) X(le, Le)
+#define TIDE_UNARY_OPS(X)                                                                                  \
+  X(neg, Neg) X(exp, Exp) X(log, Log) X(relu, Relu) X(sqrt, Sqrt) X(tanh, Tanh) X(sigmoid, Sigmoid) \
+  X(abs, Abs)
 
 #define TIDE_OP_ENUMERATOR(name, functor) name,
 enum class BinaryOp { TIDE_BINARY_OPS(TIDE_OP_ENUMERATOR) count };

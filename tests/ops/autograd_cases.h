@@ -45,6 +45,16 @@ inline std::vector<GradCase> grad_cases() {
   c.push_back({"rdiv", {{6}}, [](V x) { return 3.0 / x[0]; }, 0.5, 2.0});
   c.push_back({"neg exp", {{6}}, [](V x) { return exp(-x[0]); }});
   c.push_back({"log", {{6}}, [](V x) { return log(x[0]); }, 0.5, 3.0});
+  c.push_back({"sqrt", {{6}}, [](V x) { return sqrt(x[0]); }, 0.5, 3.0});
+  c.push_back({"tanh", {{6}}, [](V x) { return tanh(x[0] * 2.0); }, -1.5, 1.5});
+  c.push_back({"sigmoid", {{6}}, [](V x) { return sigmoid(x[0] * 3.0); }, -1.5, 1.5});
+  // abs away from 0 (its kink), on both sides.
+  c.push_back({"abs", {{8}}, [](V x) { return abs(x[0] - 0.5); }, 0.0, 1.0});
+  c.push_back({"pow broadcast", {{3, 4}, {4}}, [](V x) { return pow(x[0], x[1]); }, 0.5, 2.0});
+  c.push_back({"pow scalar", {{6}}, [](V x) { return pow(x[0], 3.0) + pow(x[0], 2.0) + pow(x[0], -0.5); }, 0.5, 2.0});
+  c.push_back({"rpow", {{6}}, [](V x) { return rpow(x[0], 2.5); }});
+  // A mean squared error, the first loss most users write.
+  c.push_back({"mse", {{4, 3}, {4, 3}}, [](V x) { return mean(pow(x[0] - x[1], 2.0)); }});
   // relu away from its kink, on both sides.
   c.push_back({"relu", {{8}}, [](V x) { return relu(x[0] - 0.5); }, 0.0, 1.0});
   c.push_back({"matmul", {{3, 4}, {4, 5}}, [](V x) { return matmul(x[0], x[1]); }});

@@ -1,7 +1,7 @@
 // CUDA elementwise ops against the CPU backend on the same inputs: exact for
 // every op that is one correctly rounded IEEE operation or integer math
-// (add, sub, mul, div, eq, neg, relu, in place), within a few ulps for exp
-// and log. Sizes cover the empty tensor, tails shorter than a 16-byte pack,
+// (add, sub, mul, div, the comparisons, neg, relu, abs, sqrt, in place),
+// within a few ulps for exp, log, tanh, sigmoid and pow. Sizes cover the empty tensor, tails shorter than a 16-byte pack,
 // and a grid-stride loop over more than one grid.
 #include <functional>
 #include <limits>
@@ -39,6 +39,11 @@ const std::vector<std::pair<const char*, BinaryFn>> kBinary = {
     {"mul", [](const Tensor& x, const Tensor& y) { return mul(x, y); }},
     {"div", [](const Tensor& x, const Tensor& y) { return div(x, y); }},
     {"eq", [](const Tensor& x, const Tensor& y) { return eq(x, y); }},
+    {"ne", [](const Tensor& x, const Tensor& y) { return ne(x, y); }},
+    {"gt", [](const Tensor& x, const Tensor& y) { return gt(x, y); }},
+    {"ge", [](const Tensor& x, const Tensor& y) { return ge(x, y); }},
+    {"lt", [](const Tensor& x, const Tensor& y) { return lt(x, y); }},
+    {"le", [](const Tensor& x, const Tensor& y) { return le(x, y); }},
 };
 
 using ScalarFn = std::function<Tensor(const Tensor&, double)>;
@@ -49,7 +54,14 @@ const std::vector<std::pair<const char*, ScalarFn>> kScalar = {
     {"mul", [](const Tensor& x, double s) { return mul(x, s); }},
     {"div", [](const Tensor& x, double s) { return div(x, s); }},
     {"rdiv", [](const Tensor& x, double s) { return rdiv(x, s); }},
+    {"gt", [](const Tensor& x, double s) { return gt(x, s); }},
+    {"le", [](const Tensor& x, double s) { return le(x, s); }},
+    {"ne", [](const Tensor& x, double s) { return ne(x, s); }},
 };
+
+// CUDA's powf is within 4 ulps (pow within 2), tanhf within 2, and the
+// sigmoid adds a division's rounding to expf's 2: twice the exp bound.
+constexpr double kPowUlps = 8;
 
 TEST_P(CudaElementwiseTest, TensorTensorMatchesCpu) {
   TIDE_REQUIRE_GPU();
@@ -113,6 +125,36 @@ TEST_P(CudaElementwiseTest, UnaryMatchesCpu) {
   });
 }
 
+TEST_P(CudaElementwiseTest, MathOpsMatchCpu) {
+  // abs and sqrt are exact (sqrt is correctly rounded on both: no fast
+  // math); tanh, sigmoid and pow within a few ulps; every size, so that
+  // packed and scalar paths both run.
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  for_each_dtype_of([&](auto tag) {
+    using T = decltype(tag);
+    for (std::int64_t n : kGpuSizes) {
+      const auto size = static_cast<std::size_t>(n);
+      std::vector<T> av = random_values<T>(size, 42, -20, 20);
+      Tensor ca = from_vector(av), ga = to_gpu(av);
+      expect_exact(abs(ga).to_vector<T>(), abs(ca).to_vector<T>(), label("abs", dtype_v<T>, n));
+      if constexpr (std::is_floating_point_v<T>) {
+        std::vector<T> pv = random_values<T>(size, 43, 0.01, 10), ev = random_values<T>(size, 44, -3, 3);
+        Tensor cp = from_vector(pv), gp = to_gpu(pv), ce = from_vector(ev), ge_ = to_gpu(ev);
+        expect_exact(sqrt(gp).to_vector<T>(), sqrt(cp).to_vector<T>(), label("sqrt", dtype_v<T>, n));
+        expect_ulps(tanh(ga).to_vector<T>(), tanh(ca).to_vector<T>(), kTranscendentalUlps,
+                    label("tanh", dtype_v<T>, n));
+        expect_ulps(sigmoid(ga).to_vector<T>(), sigmoid(ca).to_vector<T>(), kPowUlps, label("sigmoid", dtype_v<T>, n));
+        expect_ulps(pow(gp, ge_).to_vector<T>(), pow(cp, ce).to_vector<T>(), kPowUlps, label("pow", dtype_v<T>, n));
+        expect_ulps(pow(gp, 2.5).to_vector<T>(), pow(cp, 2.5).to_vector<T>(), kPowUlps,
+                    label("pow scalar", dtype_v<T>, n));
+        expect_ulps(rpow(ge_, 1.5).to_vector<T>(), rpow(ce, 1.5).to_vector<T>(), kPowUlps,
+                    label("rpow", dtype_v<T>, n));
+      }
+    }
+  });
+}
+
 TEST_P(CudaElementwiseTest, SpecialFloatValuesMatchCpu) {
   TIDE_REQUIRE_GPU();
   GpuEngine eng(GetParam());
@@ -134,6 +176,12 @@ TEST_P(CudaElementwiseTest, SpecialFloatValuesMatchCpu) {
     // exp(+-inf), log(0) = -inf, log(-1) = NaN, log of a subnormal.
     expect_ulps(exp(ga).to_vector<T>(), exp(ca).to_vector<T>(), kTranscendentalUlps, label("exp", dt, n));
     expect_ulps(log(ga).to_vector<T>(), log(ca).to_vector<T>(), kTranscendentalUlps, label("log", dt, n));
+    // sqrt(-1) = NaN, sqrt(-0) = -0; tanh and sigmoid saturate at the
+    // infinities (never NaN); abs(-0) = +0.
+    expect_exact(sqrt(ga).to_vector<T>(), sqrt(ca).to_vector<T>(), label("sqrt", dt, n));
+    expect_exact(abs(ga).to_vector<T>(), abs(ca).to_vector<T>(), label("abs", dt, n));
+    expect_ulps(tanh(ga).to_vector<T>(), tanh(ca).to_vector<T>(), kTranscendentalUlps, label("tanh", dt, n));
+    expect_ulps(sigmoid(ga).to_vector<T>(), sigmoid(ca).to_vector<T>(), kPowUlps, label("sigmoid", dt, n));
   };
   run(float{});
   run(double{});

@@ -1,5 +1,7 @@
 // Backward formulas of the elementwise ops and copy_to.
 #include <tide/ops/elementwise.h>
+
+#include <cmath>
 #include <tide/ops/nn.h>
 
 #include "node.h"
@@ -44,6 +46,18 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
         return r;
       }, {xb, xo});
     }
+    case Binary::pow: {
+      // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log a.
+      const SavedTensor xa(a), xb(b);
+      const SavedTensor xo = needs(b) ? SavedTensor(out) : SavedTensor();
+      return (void)record("pow", loc, out, {&a, &b}, [sa, sb, xa, xb, xo](const Tensor& g, const Node& n, Loc l) {
+        Grads r(2);
+        const Tensor av = xa.get(n), bv = xb.get(n);
+        if (n.needs_grad(0)) r[0] = sum_to(mul(g, mul(bv, pow(av, sub(bv, 1.0, l), l), l), l), sa, l);
+        if (n.needs_grad(1)) r[1] = sum_to(mul(g, mul(xo.get(n), log(av, l), l), l), sb, l);
+        return r;
+      }, {xa, xb, xo});
+    }
   }
 }
 
@@ -66,6 +80,23 @@ void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
         return Grads{neg(div(mul(g, xo.get(n), l), xa.get(n), l), l)};
       }, {xa, xo});
     }
+    case Scalar::pow: {
+      // d(a^s)/da = s a^(s-1); a^1 is a itself, a^0 a constant.
+      const SavedTensor xa(a);
+      return (void)record("pow", loc, out, {&a}, [xa, s](const Tensor& g, const Node& n, Loc l) {
+        const Tensor av = xa.get(n);
+        if (s == 2.0) return Grads{mul(g, mul(av, 2.0, l), l)};
+        return Grads{mul(g, mul(pow(av, s - 1.0, l), s, l), l)};
+      }, {xa});
+    }
+    case Scalar::rpow: {
+      // d(s^a)/da = s^a log s.
+      const SavedTensor xo(out);
+      const double log_s = std::log(s);
+      return (void)record("rpow", loc, out, {&a}, [xo, log_s](const Tensor& g, const Node& n, Loc l) {
+        return Grads{mul(mul(g, xo.get(n), l), log_s, l)};
+      }, {xo});
+    }
   }
 }
 
@@ -87,6 +118,37 @@ void record_unary(Unary op, Tensor& out, const Tensor& a, Loc loc) {
       const SavedTensor xa(a);
       return (void)record("relu", loc, out, {&a},
                     [xa](const Tensor& g, const Node& n, Loc l) { return Grads{relu_backward(g, xa.get(n), l)}; }, {xa});
+    }
+    case Unary::sqrt: {
+      // d sqrt(a) = 1 / (2 sqrt(a)).
+      const SavedTensor xo(out);
+      return (void)record("sqrt", loc, out, {&a}, [xo](const Tensor& g, const Node& n, Loc l) {
+        return Grads{div(g, mul(xo.get(n), 2.0, l), l)};
+      }, {xo});
+    }
+    case Unary::tanh: {
+      // d tanh(a) = 1 - tanh(a)^2.
+      const SavedTensor xo(out);
+      return (void)record("tanh", loc, out, {&a}, [xo](const Tensor& g, const Node& n, Loc l) {
+        const Tensor y = xo.get(n);
+        return Grads{mul(g, rsub(mul(y, y, l), 1.0, l), l)};
+      }, {xo});
+    }
+    case Unary::sigmoid: {
+      // d sigmoid(a) = sigmoid(a) (1 - sigmoid(a)).
+      const SavedTensor xo(out);
+      return (void)record("sigmoid", loc, out, {&a}, [xo](const Tensor& g, const Node& n, Loc l) {
+        const Tensor y = xo.get(n);
+        return Grads{mul(g, mul(y, rsub(y, 1.0, l), l), l)};
+      }, {xo});
+    }
+    case Unary::abs: {
+      // d|a| = sign(a), 0 at 0 (as torch).
+      const SavedTensor xa(a);
+      return (void)record("abs", loc, out, {&a}, [xa](const Tensor& g, const Node& n, Loc l) {
+        const Tensor av = xa.get(n);
+        return Grads{mul(g, sub(gt(av, 0.0, l), lt(av, 0.0, l), l), l)};
+      }, {xa});
     }
   }
 }

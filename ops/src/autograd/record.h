@@ -24,9 +24,9 @@ inline bool wants(const Tensor& a, const Tensor& b, const Tensor& c) {
   return (needs(a) || needs(b) || needs(c)) && GradMode::enabled();
 }
 
-enum class Binary { add, sub, mul, div };
-enum class Scalar { add, sub, rsub, mul, div, rdiv };
-enum class Unary { neg, exp, log, relu };
+enum class Binary { add, sub, mul, div, pow };
+enum class Scalar { add, sub, rsub, mul, div, rdiv, pow, rpow };
+enum class Unary { neg, exp, log, relu, sqrt, tanh, sigmoid, abs };
 enum class Reduce { sum, mean, max };
 
 void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc loc);

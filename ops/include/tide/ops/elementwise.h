@@ -30,6 +30,17 @@ Tensor div(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 /// 1 where a == b, else 0, in a's dtype; NaN equals nothing. Accuracy is
 /// sum(eq(argmax(logits, 1), labels)) (argmax: <tide/ops/nn.h>).
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+/// The other comparisons, likewise: 1 where a != b (NaN differs from
+/// everything), a > b, a >= b, a < b, a <= b (false for NaN), else 0, in a's
+/// dtype. Like eq, their results need no gradient.
+Tensor ne(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor gt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor ge(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor lt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor le(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+/// a to the power b, floating dtypes (the C library's pow: a negative base
+/// to a fractional power is NaN).
+Tensor pow(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 
 Tensor add(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor sub(const Tensor& a, double s, Loc loc = Loc::current());  // a - s
@@ -37,11 +48,26 @@ Tensor rsub(const Tensor& a, double s, Loc loc = Loc::current()); // s - a
 Tensor mul(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor div(const Tensor& a, double s, Loc loc = Loc::current());  // a / s
 Tensor rdiv(const Tensor& a, double s, Loc loc = Loc::current()); // s / a
+Tensor pow(const Tensor& a, double s, Loc loc = Loc::current());  // a ** s, floating dtypes
+Tensor rpow(const Tensor& a, double s, Loc loc = Loc::current()); // s ** a, floating dtypes
+/// Comparisons with a scalar (converted to a's dtype as above).
+Tensor eq(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor ne(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor gt(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor ge(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor lt(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor le(const Tensor& a, double s, Loc loc = Loc::current());
 
 Tensor neg(const Tensor& a, Loc loc = Loc::current());
 Tensor exp(const Tensor& a, Loc loc = Loc::current());  // floating dtypes
 Tensor log(const Tensor& a, Loc loc = Loc::current());  // floating dtypes
 Tensor relu(const Tensor& a, Loc loc = Loc::current());
+Tensor sqrt(const Tensor& a, Loc loc = Loc::current());     // floating dtypes
+Tensor tanh(const Tensor& a, Loc loc = Loc::current());     // floating dtypes
+/// 1 / (1 + exp(-a)), floating dtypes.
+Tensor sigmoid(const Tensor& a, Loc loc = Loc::current());
+/// |a|; for the integer dtypes the minimum stays itself (it wraps).
+Tensor abs(const Tensor& a, Loc loc = Loc::current());
 
 /// In place: a op= b. These write an existing storage, so they order after
 /// every earlier reader and writer of `a` (WAR, WAW).

@@ -1,0 +1,156 @@
+// The math a PyTorch user writes first: pow (tensor and scalar exponents),
+// sqrt, tanh, sigmoid, abs and the comparisons, against the C library on
+// the host, with their edge values (NaN, infinities, -0, integer minima).
+// Their gradients are checked in autograd_cases.h.
+#include <cmath>
+#include <limits>
+
+#include <tide/ops/elementwise.h>
+
+#include "ops_test_util.h"
+
+namespace tide::testing {
+namespace {
+
+using MathOpsTest = OpsTest;
+TIDE_OPS_TEST_SUITE(MathOpsTest);
+
+constexpr std::size_t kN = 257;
+
+template <typename F>
+void for_each_dtype(F f) {
+  f(float{});
+  f(double{});
+  f(std::int32_t{});
+  f(std::int64_t{});
+}
+
+template <typename T>
+void expect_close(const std::vector<T>& got, const std::vector<double>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double tol = 4 * std::numeric_limits<T>::epsilon();
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
+    } else if (std::isinf(want[i])) {
+      EXPECT_EQ(static_cast<double>(got[i]), want[i]) << what << " at " << i;
+    } else {
+      EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << what << " at " << i;
+    }
+  }
+}
+
+template <typename T, typename F>
+std::vector<double> reference(const std::vector<T>& a, F f) {
+  std::vector<double> r;
+  for (T x : a) r.push_back(static_cast<double>(f(x)));
+  return r;
+}
+
+TEST_P(MathOpsTest, SmoothFunctionsMatchTheCLibrary) {
+  for_each_dtype([&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      SCOPED_TRACE(dtype_name(dtype_v<T>));
+      std::vector<T> v = random_values<T>(kN, 21, -30, 30);
+      constexpr T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+      v.insert(v.end(), {T(0), T(-0.0), inf, -inf, nan, T(1000), T(-1000), T(4)});
+      const Tensor a = from_vector(v, {static_cast<std::int64_t>(v.size())});
+      expect_close(sqrt(abs(a)).template to_vector<T>(), reference(v, [](T x) { return std::sqrt(std::fabs(x)); }),
+                   "sqrt(abs)");
+      expect_close(tanh(a).template to_vector<T>(), reference(v, [](T x) { return std::tanh(x); }), "tanh");
+      expect_close(sigmoid(a).template to_vector<T>(),
+                   reference(v, [](T x) { return T(1) / (T(1) + std::exp(-x)); }), "sigmoid");
+      const std::vector<T> s = sigmoid(a).template to_vector<T>();
+      for (std::size_t i = 0; i < s.size(); ++i)
+        if (!std::isnan(v[i])) EXPECT_TRUE(s[i] >= 0 && s[i] <= 1) << v[i];  // never NaN at the extremes
+      expect_close(sqrt(a).template to_vector<T>(), reference(v, [](T x) { return std::sqrt(x); }), "sqrt (NaN below 0)");
+      const std::vector<T> ab = abs(a).template to_vector<T>();
+      EXPECT_FALSE(std::signbit(ab[kN + 1]));  // |-0| is +0
+    }
+  });
+}
+
+TEST_P(MathOpsTest, PowWithTensorAndScalarExponents) {
+  for_each_dtype([&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      SCOPED_TRACE(dtype_name(dtype_v<T>));
+      const std::vector<T> base = random_values<T>(kN, 22, -4, 4), ex = random_values<T>(kN, 23, -3, 3);
+      const Shape sh{static_cast<std::int64_t>(kN)};
+      const Tensor a = from_vector(base, sh), b = from_vector(ex, sh);
+      std::vector<double> want;
+      for (std::size_t i = 0; i < kN; ++i) want.push_back(std::pow(base[i], ex[i]));  // NaN for a negative base
+      expect_close(pow(a, b).template to_vector<T>(), want, "pow");
+      expect_close(pow(a, 2.0).template to_vector<T>(), reference(base, [](T x) { return std::pow(x, T(2)); }),
+                   "pow 2");
+      expect_close(pow(a, -1.5).template to_vector<T>(), reference(base, [](T x) { return std::pow(x, T(-1.5)); }),
+                   "pow -1.5");
+      expect_close(rpow(a, 3.0).template to_vector<T>(), reference(base, [](T x) { return std::pow(T(3), x); }),
+                   "rpow");
+      // Broadcast: each row to its own power.
+      const Tensor m = from_vector(std::vector<T>{1, 2, 3, 4, 5, 6}, {2, 3});
+      const Tensor e = from_vector(std::vector<T>{2, 0.5}, {2, 1});
+      expect_close(pow(m, e).template to_vector<T>(),
+                   {1, 4, 9, std::sqrt(4.0), std::sqrt(5.0), std::sqrt(6.0)}, "pow broadcast");
+    }
+  });
+}
+
+TEST_P(MathOpsTest, ComparisonsGiveOnesAndZerosInTheOperandsDtype) {
+  for_each_dtype([&](auto tag) {
+    using T = decltype(tag);
+    SCOPED_TRACE(dtype_name(dtype_v<T>));
+    const Tensor a = from_vector(std::vector<T>{1, 2, 3, 4}, {4}), b = from_vector(std::vector<T>{4, 2, 1, 4}, {4});
+    EXPECT_EQ(gt(a, b).template to_vector<T>(), (std::vector<T>{0, 0, 1, 0}));
+    EXPECT_EQ(ge(a, b).template to_vector<T>(), (std::vector<T>{0, 1, 1, 1}));
+    EXPECT_EQ(lt(a, b).template to_vector<T>(), (std::vector<T>{1, 0, 0, 0}));
+    EXPECT_EQ(le(a, b).template to_vector<T>(), (std::vector<T>{1, 1, 0, 1}));
+    EXPECT_EQ(ne(a, b).template to_vector<T>(), (std::vector<T>{1, 0, 1, 0}));
+    EXPECT_EQ(gt(a, 2.0).template to_vector<T>(), (std::vector<T>{0, 0, 1, 1}));
+    EXPECT_EQ(le(a, 2.0).template to_vector<T>(), (std::vector<T>{1, 1, 0, 0}));
+    EXPECT_EQ(eq(a, 4.0).template to_vector<T>(), (std::vector<T>{0, 0, 0, 1}));
+    EXPECT_EQ(ne(a, 4.0).template to_vector<T>(), (std::vector<T>{1, 1, 1, 0}));
+    // Broadcast, as the arithmetic ops.
+    EXPECT_EQ(lt(reshape(a, {4, 1}), from_vector(std::vector<T>{2, 3}, {2})).template to_vector<T>(),
+              (std::vector<T>{1, 1, 0, 1, 0, 0, 0, 0}));
+    if constexpr (std::is_floating_point_v<T>) {
+      const T nan = std::numeric_limits<T>::quiet_NaN();
+      const Tensor n = from_vector(std::vector<T>{nan, 1}, {2}), one = from_vector(std::vector<T>{1, nan}, {2});
+      for (const Tensor& r : {gt(n, one), ge(n, one), lt(n, one), le(n, one), eq(n, one)})
+        EXPECT_EQ(r.template to_vector<T>(), (std::vector<T>{0, 0}));
+      EXPECT_EQ(ne(n, one).template to_vector<T>(), (std::vector<T>{1, 1}));
+    } else {
+      // abs of the minimum wraps to itself, as neg does.
+      constexpr T lo = std::numeric_limits<T>::min();
+      EXPECT_EQ(abs(from_vector(std::vector<T>{lo, -7, 7, 0}, {4})).template to_vector<T>(),
+                (std::vector<T>{lo, 7, 7, 0}));
+    }
+  });
+}
+
+TEST_P(MathOpsTest, FloatingOnlyOpsRefuseIntegersBeforeAnythingIsQueued) {
+  const Tensor i = from_vector(std::vector<std::int32_t>{1, 2}, {2});
+  const Tensor l = from_vector(std::vector<std::int64_t>{1, 2}, {2});
+  const Tensor three = ones({3}), two = ones({2});
+  eng().wait_all();
+  EXPECT_REJECTED(DTypeError, pow(i, i));
+  EXPECT_REJECTED(DTypeError, pow(l, 2.0));
+  EXPECT_REJECTED(DTypeError, rpow(i, 2.0));
+  EXPECT_REJECTED(DTypeError, sqrt(i));
+  EXPECT_REJECTED(DTypeError, tanh(l));
+  EXPECT_REJECTED(DTypeError, sigmoid(i));
+  EXPECT_REJECTED(DTypeError, gt(i, l));
+  EXPECT_REJECTED(ShapeError, lt(three, two));
+}
+
+TEST_P(MathOpsTest, ComparisonResultsNeedNoGradient) {
+  Tensor x = from_vector(std::vector<double>{-1, 2}, {2}).set_requires_grad();
+  EXPECT_FALSE(gt(x, 0.0).requires_grad());
+  EXPECT_FALSE(lt(x, x).requires_grad());
+  EXPECT_TRUE(pow(x, 2.0).requires_grad());
+  EXPECT_TRUE(abs(x).requires_grad());
+}
+
+}  // namespace
+}  // namespace tide::testing
