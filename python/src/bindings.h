@@ -3,6 +3,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include <tide/tide.h>
 
 namespace tide::python {
@@ -10,8 +12,14 @@ namespace tide::python {
 /// The runtime tide.init() made, or null.
 Runtime* current_runtime();
 
+/// A dtype from its name: "f32" or "float32", ... (tide.DTypeError otherwise).
+DType parse_dtype(const std::string& s);
+
 /// Tensors, creation, elementwise, reduction, linear algebra and nn ops.
 void bind_tensors(pybind11::module_& m);
+/// torch's Tensor methods for reductions and math, the math functions,
+/// tide.tensor and the *_like creators (after bind_tensors).
+void bind_tensor_math(pybind11::module_& m);
 /// The world communicator's collectives.
 void bind_comm(pybind11::module_& m);
 /// Tensor.__dlpack__, __dlpack_device__ and tide.from_dlpack (after

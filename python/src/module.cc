@@ -245,6 +245,7 @@ PYBIND11_MODULE(_tide, m) {
   }, "barrier: waits for everything queued");
 
   bind_tensors(m);
+  bind_tensor_math(m);
   bind_dlpack(m);
   bind_autograd(m);
   bind_comm(m);

@@ -21,8 +21,6 @@ namespace py = pybind11;
 
 namespace tide::python {
 
-namespace {
-
 DType parse_dtype(const std::string& s) {
   if (s == "f32" || s == "float32") return DType::f32;
   if (s == "f64" || s == "float64") return DType::f64;
@@ -30,6 +28,8 @@ DType parse_dtype(const std::string& s) {
   if (s == "i64" || s == "int64") return DType::i64;
   throw DTypeError("tide: dtype '" + s + "': expected f32, f64, i32 or i64");
 }
+
+namespace {
 
 Shape to_shape(const std::vector<std::int64_t>& dims) { return Shape(dims.begin(), dims.end()); }
 
@@ -402,7 +402,8 @@ void bind_tensors(py::module_& m) {
            "a view with a new axis of extent 1 before `axis`")
       .def(
           "transpose", [](const Tensor& t, int a0, int a1) { return transpose(t, a0, a1, here()); },
-          py::arg("axis0") = -2, py::arg("axis1") = -1, "a copy with two axes swapped")
+          py::arg("axis0") = -2, py::arg("axis1") = -1,
+          "two axes swapped: a copy (a view when only an axis of extent 1 moves)")
       .def(
           "permute",
           [](const Tensor& t, const py::args& order) {
@@ -415,7 +416,7 @@ void bind_tensors(py::module_& m) {
             }
             return permute(t, o, here());
           },
-          "a copy with the axes in the given order")
+          "the axes in the given order: a copy (a view when the order of the elements is unchanged)")
       .def_property_readonly(
           "T",
           [](const Tensor& t) {
@@ -424,7 +425,7 @@ void bind_tensors(py::module_& m) {
             for (int d = t.ndim() - 1; d >= 0; --d) order.push_back(d);
             return permute(t, order, here());
           },
-          "a copy with the axes reversed (numpy's .T)")
+          "the axes reversed (numpy's .T): a copy (a view when the order of the elements is unchanged)")
       .def("__add__", [](const Tensor& a, double s) { return add(a, s, here()); })
       .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); })
       .def("__radd__", [](const Tensor& a, double s) { return add(a, s, here()); })

@@ -4,14 +4,18 @@ require gradients) and sub-modules, found by assigning them as attributes.
     model = tide.nn.Sequential(tide.nn.Linear(64, 512), tide.nn.ReLU(), tide.nn.Linear(512, 10))
     loss = tide.nn.CrossEntropyLoss()(model(x), labels)
     loss.backward()
+
+tide.nn.functional (import tide.nn.functional as F) has the same as functions.
 """
 import collections as _collections
 import math as _math
 import weakref as _weakref
 
-from . import _tide
+from .. import _tide
+from . import functional
 
-__all__ = ["Module", "Parameter", "Linear", "ReLU", "Sequential", "CrossEntropyLoss", "DistributedDataParallel"]
+__all__ = ["Module", "Parameter", "Linear", "ReLU", "Sigmoid", "Tanh", "Sequential", "CrossEntropyLoss", "MSELoss",
+           "DistributedDataParallel", "functional"]
 
 
 def Parameter(tensor, requires_grad=True):
@@ -168,6 +172,16 @@ class ReLU(Module):
         return _tide.relu(x)
 
 
+class Sigmoid(Module):
+    def forward(self, x):
+        return _tide.sigmoid(x)
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return _tide.tanh(x)
+
+
 class Sequential(Module):
     """Modules applied in order; indexable and iterable like torch's."""
 
@@ -198,8 +212,19 @@ class CrossEntropyLoss(Module):
     labels an int64 or int32 tensor [N] of classes in [0, C)."""
 
     def forward(self, logits, labels):
-        loss, _ = _tide.softmax_cross_entropy(logits, labels)
-        return loss
+        return functional.cross_entropy(logits, labels)
+
+
+class MSELoss(Module):
+    """The mean (reduction="mean") or sum of (input - target) ** 2."""
+
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        functional.check_reduction(reduction)
+        object.__setattr__(self, "reduction", reduction)
+
+    def forward(self, input, target):
+        return functional.mse_loss(input, target, reduction=self.reduction)
 
 
 class DistributedDataParallel(Module):

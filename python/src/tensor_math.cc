@@ -1,0 +1,212 @@
+// What a PyTorch user writes first, on tide.Tensor and in the tide module:
+// methods for the reductions and the math (t.sum(), t.mean(dim, keepdim),
+// t.pow(2), t ** 2, t > 0, t.tolist(), t.size(0), ...), the math functions
+// (tide.sqrt, tide.sigmoid, tide.gt, ...), tide.tensor(data) and the
+// *_like creators. Each calls the C++ op once; nothing here computes.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <tide/tide.h>
+
+#include "bindings.h"
+#include "call_site.h"
+
+namespace py = pybind11;
+
+namespace tide::python {
+
+namespace {
+
+/// `dim` in [-ndim, ndim), as an axis in [0, ndim); IndexError otherwise.
+int axis_of(const Tensor& t, int dim) {
+  const int nd = t.ndim();
+  if (dim < -nd || dim >= nd)
+    throw py::index_error("dimension " + std::to_string(dim) + " is out of range for a tensor of " +
+                          std::to_string(nd) + " dimensions");
+  return dim < 0 ? dim + nd : dim;
+}
+
+/// A reduction over everything (dim None) or along one axis, the axis kept
+/// with extent 1 when keepdim (torch's and numpy's keepdims).
+template <typename All, typename Along>
+Tensor reduce(const Tensor& t, std::optional<int> dim, bool keepdim, All all, Along along) {
+  const Loc loc = here();
+  if (!dim) {
+    Tensor r = all(t, loc);
+    if (!keepdim) return r;
+    std::vector<std::int64_t> ones(static_cast<std::size_t>(t.ndim()), 1);
+    return reshape(r, ones);
+  }
+  const int axis = axis_of(t, *dim);
+  Tensor r = along(t, axis, loc);
+  return keepdim ? unsqueeze(r, axis) : r;
+}
+
+Tensor sum_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  return reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return sum(a, l); },
+                [](const Tensor& a, int ax, Loc l) { return sum(a, ax, l); });
+}
+Tensor mean_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  return reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return mean(a, l); },
+                [](const Tensor& a, int ax, Loc l) { return mean(a, ax, l); });
+}
+
+/// t.max(): the largest element; t.max(dim): (values, indices), as torch's
+/// (indices are i32, argmax's dtype).
+py::object max_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  const Tensor v = reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return max(a, l); },
+                          [](const Tensor& a, int ax, Loc l) { return max(a, ax, l); });
+  if (!dim) return py::cast(v);
+  const int axis = axis_of(t, *dim);
+  Tensor i = argmax(t, axis, here());
+  if (keepdim) i = unsqueeze(i, axis);
+  return py::make_tuple(v, i);
+}
+
+/// A tensor or a Python number as the other operand of a binary op.
+template <typename WithTensor, typename WithScalar>
+Tensor either(const Tensor& a, const py::object& b, WithTensor wt, WithScalar ws) {
+  if (py::isinstance<Tensor>(b)) return wt(a, b.cast<const Tensor&>(), here());
+  if (PyFloat_Check(b.ptr()) || PyIndex_Check(b.ptr()) || py::hasattr(b, "__float__"))
+    return ws(a, py::float_(b).cast<double>(), here());
+  throw py::type_error("expected a tide.Tensor or a number, got " +
+                       std::string(py::str(py::type::of(b).attr("__name__"))));
+}
+
+#define TIDE_EITHER(op)                                                                  \
+  [](const Tensor& a, const py::object& b) {                                             \
+    return either(                                                                       \
+        a, b, [](const Tensor& x, const Tensor& y, Loc l) { return op(x, y, l); },       \
+        [](const Tensor& x, double s, Loc l) { return op(x, s, l); });                   \
+  }
+
+/// tide.tensor(data): numpy reads the data (nested lists, numbers, arrays,
+/// anything with __array__); without a dtype, floats become f32 and
+/// integers i64, as torch.tensor's defaults.
+Tensor tensor_of(const py::object& data, std::optional<std::string> dtype, const std::string& device,
+                 bool requires_grad) {
+  py::module_ np = py::module_::import("numpy");
+  py::object array = np.attr("asarray")(data);
+  const std::string kind = py::str(array.attr("dtype").attr("kind"));
+  std::string target;
+  if (dtype) {
+    target = *dtype;
+  } else if (kind == "f") {
+    target = "f32";
+  } else if (kind == "i" || kind == "u") {
+    target = "i64";
+  } else {
+    throw DTypeError("tide.tensor: data of numpy kind '" + kind +
+                     "' has no tide dtype (f32, f64, i32, i64); pass numbers");
+  }
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"f32", "float32"}, {"float32", "float32"}, {"f64", "float64"}, {"float64", "float64"},
+      {"i32", "int32"},   {"int32", "int32"},     {"i64", "int64"},   {"int64", "int64"}};
+  const char* np_name = nullptr;
+  for (const auto& [tide_name, numpy_name] : kNames)
+    if (target == tide_name) np_name = numpy_name;
+  if (!np_name) throw DTypeError("tide.tensor: dtype '" + target + "': expected f32, f64, i32 or i64");
+  array = array.attr("astype")(np_name, py::arg("order") = "C", py::arg("copy") = false);  // 0-d stays 0-d
+  return py::module_::import("tide").attr("from_numpy")(array, device, requires_grad).cast<Tensor>();
+}
+
+/// zeros_like and friends: t's shape, and its dtype and device unless given.
+TensorOptions like(const Tensor& t, const std::optional<std::string>& dtype,
+                   const std::optional<std::string>& device) {
+  t.check_defined("*_like");
+  TensorOptions o{t.dtype(), t.device()};
+  if (dtype) o.dtype = parse_dtype(*dtype);
+  if (device) o.device = Device::parse(*device);
+  return o;
+}
+
+}  // namespace
+
+void bind_tensor_math(py::module_& m) {
+  auto tensor = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  const auto none = py::none();
+  tensor
+      .def("sum", &sum_of, py::arg("dim") = none, py::arg("keepdim") = false,
+           "the sum of every element, or along dim (kept with extent 1 when keepdim)")
+      .def("mean", &mean_of, py::arg("dim") = none, py::arg("keepdim") = false,
+           "the mean of every element, or along dim (kept with extent 1 when keepdim)")
+      .def("max", &max_of, py::arg("dim") = none, py::arg("keepdim") = false,
+           "the largest element; along dim, (values, indices) as torch's (indices in i32)")
+      .def("argmax", [](const Tensor& t, int dim) { return argmax(t, axis_of(t, dim), here()); }, py::arg("dim"),
+           "the index of the largest element along dim (i32)")
+      .def("exp", [](const Tensor& t) { return exp(t, here()); })
+      .def("log", [](const Tensor& t) { return log(t, here()); })
+      .def("neg", [](const Tensor& t) { return neg(t, here()); })
+      .def("relu", [](const Tensor& t) { return relu(t, here()); })
+      .def("sqrt", [](const Tensor& t) { return sqrt(t, here()); })
+      .def("tanh", [](const Tensor& t) { return tanh(t, here()); })
+      .def("sigmoid", [](const Tensor& t) { return sigmoid(t, here()); })
+      .def("abs", [](const Tensor& t) { return abs(t, here()); })
+      .def("pow", TIDE_EITHER(pow), py::arg("exponent"), "self ** exponent (a tensor or a number)")
+      .def("__pow__", TIDE_EITHER(pow))
+      .def("__rpow__", [](const Tensor& a, double s) { return rpow(a, s, here()); })
+      .def("__gt__", TIDE_EITHER(gt))
+      .def("__ge__", TIDE_EITHER(ge))
+      .def("__lt__", TIDE_EITHER(lt))
+      .def("__le__", TIDE_EITHER(le))
+      .def("mm", [](const Tensor& a, const Tensor& b) { return matmul(a, b, false, false, here()); }, py::arg("other"))
+      .def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b, false, false, here()); },
+           py::arg("other"))
+      .def("clone", [](const Tensor& t) { return copy_to(t, t.device(), here()); },
+           "a copy with storage of its own (differentiable, as torch's)")
+      .def("dim", &Tensor::ndim, "the number of dimensions")
+      .def(
+          "size",
+          [](const Tensor& t, std::optional<int> dim) -> py::object {
+            if (dim) return py::int_(t.shape()[axis_of(t, *dim)]);
+            return py::tuple(py::cast(std::vector<std::int64_t>(t.shape().begin(), t.shape().end())));
+          },
+          py::arg("dim") = none, "the shape (a tuple), or the extent of one dimension")
+      .def(
+          "tolist", [](const Tensor& t) { return py::module_::import("numpy").attr("asarray")(t).attr("tolist")(); },
+          "the values as nested Python lists (a blocker)");
+
+  m.def("pow", TIDE_EITHER(pow), py::arg("a"), py::arg("exponent"), "a ** exponent, floating dtypes");
+  m.def("sqrt", [](const Tensor& a) { return sqrt(a, here()); }, py::arg("a"));
+  m.def("tanh", [](const Tensor& a) { return tanh(a, here()); }, py::arg("a"));
+  m.def("sigmoid", [](const Tensor& a) { return sigmoid(a, here()); }, py::arg("a"));
+  m.def("abs", [](const Tensor& a) { return abs(a, here()); }, py::arg("a"));
+  m.def("ne", TIDE_EITHER(ne), py::arg("a"), py::arg("b"), "1 where a != b, else 0, in a's dtype");
+  m.def("gt", TIDE_EITHER(gt), py::arg("a"), py::arg("b"), "1 where a > b, else 0, in a's dtype");
+  m.def("ge", TIDE_EITHER(ge), py::arg("a"), py::arg("b"), "1 where a >= b, else 0, in a's dtype");
+  m.def("lt", TIDE_EITHER(lt), py::arg("a"), py::arg("b"), "1 where a < b, else 0, in a's dtype");
+  m.def("le", TIDE_EITHER(le), py::arg("a"), py::arg("b"), "1 where a <= b, else 0, in a's dtype");
+  m.def("tensor", &tensor_of, py::arg("data"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = "cpu:0",
+        py::arg("requires_grad") = false,
+        "a tensor holding a copy of data (lists, numbers, arrays); floats become f32 and integers i64 unless "
+        "dtype says");
+  m.def(
+      "zeros_like",
+      [](const Tensor& t, std::optional<std::string> dt, std::optional<std::string> dev, bool rg) {
+        return zeros(t.shape(), like(t, dt, dev), here()).set_requires_grad(rg);
+      },
+      py::arg("t"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = none,
+      py::arg("requires_grad") = false);
+  m.def(
+      "ones_like",
+      [](const Tensor& t, std::optional<std::string> dt, std::optional<std::string> dev, bool rg) {
+        return ones(t.shape(), like(t, dt, dev), here()).set_requires_grad(rg);
+      },
+      py::arg("t"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = none,
+      py::arg("requires_grad") = false);
+  m.def(
+      "full_like",
+      [](const Tensor& t, double v, std::optional<std::string> dt, std::optional<std::string> dev, bool rg) {
+        return full(t.shape(), v, like(t, dt, dev), here()).set_requires_grad(rg);
+      },
+      py::arg("t"), py::arg("value"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = none,
+      py::arg("requires_grad") = false);
+}
+
+#undef TIDE_EITHER
+
+}  // namespace tide::python

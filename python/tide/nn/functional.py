@@ -1,0 +1,48 @@
+"""The modules of tide.nn as functions, as torch.nn.functional's:
+
+    import tide.nn.functional as F
+    loss = F.mse_loss(F.relu(F.linear(x, w, b)), target)
+"""
+from .. import _tide
+
+__all__ = ["linear", "relu", "sigmoid", "tanh", "cross_entropy", "mse_loss"]
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias, weight [out, in], as torch's."""
+    if bias is None:
+        return _tide.matmul(input, weight, trans_b=True)
+    return _tide.linear(input, weight, bias)
+
+
+def relu(input):
+    return _tide.relu(input)
+
+
+def sigmoid(input):
+    return _tide.sigmoid(input)
+
+
+def tanh(input):
+    return _tide.tanh(input)
+
+
+def cross_entropy(input, target):
+    """The mean over rows of -log softmax(input)[target]; input [N, C],
+    target an int64 or int32 tensor [N] of classes in [0, C)."""
+    loss, _ = _tide.softmax_cross_entropy(input, target)
+    return loss
+
+
+def check_reduction(reduction):
+    if reduction not in ("mean", "sum"):
+        raise ValueError("reduction must be 'mean' or 'sum', got %r" % (reduction,))
+
+
+def mse_loss(input, target, reduction="mean"):
+    """The mean (or sum) of (input - target) ** 2 over every element;
+    target broadcasts to input's shape as in any tide op."""
+    check_reduction(reduction)
+    d = input - target
+    sq = d * d
+    return _tide.mean(sq) if reduction == "mean" else _tide.sum(sq)

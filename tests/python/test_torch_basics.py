@@ -1,0 +1,124 @@
+"""What a PyTorch user writes first works as it does in torch: tensor
+methods for reductions and math, operators, tide.tensor and *_like, and
+tide.nn.functional, checked against numpy."""
+import math
+
+import numpy as np
+import pytest
+
+import tide
+import tide.nn.functional as F
+
+
+def test_a_linear_regression_as_in_a_torch_tutorial():
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(64, 3)).astype(np.float32)
+    true_w = np.array([[2.0], [-3.0], [0.5]], dtype=np.float32)
+    x, y = tide.tensor(xs), tide.tensor(xs @ true_w + 1.0)
+    w = tide.zeros([3, 1], requires_grad=True)
+    b = tide.zeros([1], requires_grad=True)
+    first = None
+    for _ in range(200):
+        loss = ((x @ w + b - y) ** 2).mean()
+        if first is None:
+            first = loss.item()
+        loss.backward()
+        with tide.no_grad():
+            w -= 0.1 * w.grad
+            b -= 0.1 * b.grad
+        w.grad = None
+        b.grad = None
+    assert loss.item() < 1e-4 * first
+    np.testing.assert_allclose(w.numpy(), true_w, atol=1e-2)
+    np.testing.assert_allclose(b.numpy(), [1.0], atol=1e-2)
+
+
+def test_reductions_as_methods_with_dim_and_keepdim():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7
+    t = tide.tensor(a)
+    assert t.sum().item() == a.sum()
+    np.testing.assert_allclose(t.sum(1).numpy(), a.sum(1))
+    np.testing.assert_allclose(t.mean(dim=-1, keepdim=True).numpy(), a.mean(-1, keepdims=True))
+    assert t.mean(keepdim=True).shape == (1, 1, 1)
+    assert t.max().item() == a.max()
+    values, indices = t.max(dim=1)
+    np.testing.assert_array_equal(values.numpy(), a.max(1))
+    np.testing.assert_array_equal(indices.numpy(), a.argmax(1))
+    v, i = t.max(0, keepdim=True)
+    assert v.shape == (1, 3, 4) and i.shape == (1, 3, 4)
+    np.testing.assert_array_equal(t.argmax(-1).numpy(), a.argmax(-1))
+    with pytest.raises(IndexError, match="out of range"):
+        t.sum(3)
+
+
+def test_math_methods_operators_and_comparisons():
+    a = np.array([[-2.0, -0.5, 0.0], [0.5, 1.0, 3.0]])
+    t = tide.tensor(a, dtype="f64")
+    np.testing.assert_allclose((t ** 2).numpy(), a ** 2)
+    np.testing.assert_allclose(t.pow(3).numpy(), a ** 3)
+    np.testing.assert_allclose((2.0 ** t).numpy(), 2.0 ** a)
+    np.testing.assert_allclose(t.abs().sqrt().numpy(), np.sqrt(np.abs(a)))
+    np.testing.assert_allclose(t.tanh().numpy(), np.tanh(a))
+    np.testing.assert_allclose(tide.sigmoid(t).numpy(), 1 / (1 + np.exp(-a)))
+    np.testing.assert_allclose(t.abs().pow(t).numpy(), np.abs(a) ** a)
+    np.testing.assert_array_equal((t > 0).numpy(), (a > 0).astype(np.float64))
+    np.testing.assert_array_equal((t <= 0.5).numpy(), (a <= 0.5).astype(np.float64))
+    np.testing.assert_array_equal((t >= t).numpy(), np.ones_like(a))
+    np.testing.assert_array_equal(tide.ne(t, 0.0).numpy(), (a != 0).astype(np.float64))
+    np.testing.assert_array_equal(tide.lt(t, t.T.T).numpy(), np.zeros_like(a))
+    assert (t > 0).requires_grad is False
+    assert t.tolist() == a.tolist()
+    assert t.size() == (2, 3) and t.size(-1) == 3 and t.dim() == 2
+    np.testing.assert_allclose(t.mm(t.T).numpy(), a @ a.T)
+    np.testing.assert_allclose(t.matmul(t.T).numpy(), a @ a.T)
+    with pytest.raises(TypeError, match="a tide.Tensor or a number"):
+        t ** "2"
+    with pytest.raises(tide.DTypeError):
+        tide.tensor([1, 2]) ** 2  # an integer tensor: pow takes floating dtypes
+
+
+def test_gradients_of_the_new_math():
+    a = np.array([0.3, 0.7, 1.5, 2.0])
+    x = tide.tensor(a, requires_grad=True, dtype="f64")
+    y = (x ** 3).sum() + x.sqrt().sum() + x.tanh().sum() + tide.sigmoid(x).sum() + (x - 1).abs().sum()
+    y.backward()
+    s = 1 / (1 + np.exp(-a))
+    want = 3 * a ** 2 + 0.5 / np.sqrt(a) + (1 - np.tanh(a) ** 2) + s * (1 - s) + np.sign(a - 1)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+
+
+def test_tensor_and_like_creators():
+    assert tide.tensor([1.5, 2.0]).dtype == "f32"  # torch's defaults
+    assert tide.tensor([1, 2]).dtype == "i64"
+    assert tide.tensor(3.0).shape == ()
+    assert tide.tensor([[1, 2]], dtype="f64").dtype == "f64"
+    assert tide.tensor(np.arange(3, dtype=np.int32)).dtype == "i64"
+    assert tide.tensor([1, 2], requires_grad=False).requires_grad is False
+    assert tide.tensor([1.0], requires_grad=True).requires_grad
+    with pytest.raises(tide.DTypeError, match="no tide dtype"):
+        tide.tensor([True, False])
+    with pytest.raises(tide.DTypeError, match="expected f32"):
+        tide.tensor([1.0], dtype="f16")
+    t = tide.tensor([[1.0, 2.0]], dtype="f64")
+    z, o, f = tide.zeros_like(t), tide.ones_like(t, dtype="f32"), tide.full_like(t, 7)
+    assert (z.shape, z.dtype, o.dtype, f.tolist()) == ((1, 2), "f64", "f32", [[7.0, 7.0]])
+    c = t.clone()
+    c += 1
+    assert t.tolist() == [[1.0, 2.0]] and c.tolist() == [[2.0, 3.0]]
+
+
+def test_functional_and_the_new_modules():
+    x = tide.tensor([[1.0, -2.0], [0.5, 3.0]])
+    target = tide.tensor([[0.0, 0.0], [1.0, 1.0]])
+    want = np.mean((x.numpy() - target.numpy()) ** 2)
+    assert math.isclose(F.mse_loss(x, target).item(), want, rel_tol=1e-6)
+    assert math.isclose(tide.nn.MSELoss(reduction="sum")(x, target).item(), 4 * want, rel_tol=1e-6)
+    with pytest.raises(ValueError, match="reduction"):
+        tide.nn.MSELoss(reduction="none")
+    np.testing.assert_allclose(tide.nn.Sigmoid()(x).numpy(), F.sigmoid(x).numpy())
+    np.testing.assert_allclose(tide.nn.Tanh()(x).numpy(), np.tanh(x.numpy()), rtol=1e-6)
+    np.testing.assert_array_equal(F.relu(x).numpy(), np.maximum(x.numpy(), 0))
+    w, b = tide.ones([3, 2]), tide.zeros([3])
+    np.testing.assert_allclose(F.linear(x, w).numpy(), F.linear(x, w, b).numpy())
+    labels = tide.tensor([1, 0])
+    assert math.isclose(F.cross_entropy(x, labels).item(), tide.nn.CrossEntropyLoss()(x, labels).item())
