@@ -5,6 +5,7 @@
 #include <tide/core/copy.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -201,6 +202,30 @@ Tensor pow(const Tensor& a, const Tensor& b, Loc loc) {
   if (a.defined()) check_floating("pow", a.dtype());
   return recorded(binary<BinaryOp::pow>("pow", a, b, loc), Binary::pow, a, b, loc);
 }
+Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) {
+  return recorded(binary<BinaryOp::maximum>("maximum", a, b, loc), Binary::maximum, a, b, loc);
+}
+Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) {
+  return recorded(binary<BinaryOp::minimum>("minimum", a, b, loc), Binary::minimum, a, b, loc);
+}
+Tensor maximum(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::maximum, false>("maximum", a, s, loc), Scalar::maximum, a, s, loc);
+}
+Tensor minimum(const Tensor& a, double s, Loc loc) {
+  return recorded(with_scalar<BinaryOp::minimum, false>("minimum", a, s, loc), Scalar::minimum, a, s, loc);
+}
+Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi, Loc loc) {
+  const char* name = "clamp";
+  engine_for(name, a);
+  if (lo) check_scalar_fits(name, *lo, a.dtype());
+  if (hi) check_scalar_fits(name, *hi, a.dtype());
+  if (lo && hi && *lo > *hi)
+    throw ValueError(op_prefix(name) + "min " + std::to_string(*lo) + " is above max " + std::to_string(*hi));
+  if (!lo && !hi) throw ValueError(op_prefix(name) + "give min, max or both");
+  Tensor r = lo ? maximum(a, *lo, loc) : a;
+  return hi ? minimum(r, *hi, loc) : r;
+}
+
 // Comparisons are piecewise constant: their results need no gradient (as
 // torch.eq's).
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::eq>("eq", a, b, loc); }

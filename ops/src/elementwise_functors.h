@@ -130,6 +130,22 @@ struct Le {
   TIDE_HOST_DEVICE T operator()(T x, T y) const { return x <= y ? T(1) : T(0); }
 };
 
+/// The larger (Maximum) or smaller (Minimum) of x and y; a NaN in either
+/// gives NaN (as numpy's maximum and torch's).
+template <bool Larger>
+struct Extreme {
+  template <typename T>
+  TIDE_HOST_DEVICE T operator()(T x, T y) const {
+    if constexpr (!kIsInt<T>) {
+      if (x != x) return x;
+      if (y != y) return y;
+    }
+    return (Larger ? x > y : x < y) ? x : y;
+  }
+};
+using Maximum = Extreme<true>;
+using Minimum = Extreme<false>;
+
 /// Whether a functor takes floating dtypes only (kFloatingOnly): the
 /// frontend checks, and the tables give the integer dtypes a kernel that
 /// throws.

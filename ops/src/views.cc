@@ -113,11 +113,9 @@ Tensor unsqueeze(const Tensor& a, int axis) {
   return view_as(name, a, s);
 }
 
-namespace {
-
 /// The map of strided(a, shape, strides, offset) over an `a` of `n`
 /// elements, after checking that every element it reaches lies in a.
-std::shared_ptr<const kernels::StridedMap> strided_map(const char* name, std::int64_t n, const Shape& shape,
+std::shared_ptr<const kernels::StridedMap> detail::strided_map(const char* name, std::int64_t n, const Shape& shape,
                                                        const std::vector<std::int64_t>& strides,
                                                        std::int64_t offset) {
   if (static_cast<int>(strides.size()) != shape.ndim())
@@ -159,6 +157,8 @@ std::shared_ptr<const kernels::StridedMap> strided_map(const char* name, std::in
   }
   return map;
 }
+
+namespace {
 
 /// Whether a strided map picks one run of consecutive elements in order:
 /// then its result is a view of them (at least one element; an empty

@@ -1,8 +1,8 @@
 // What a PyTorch user writes first, on tide.Tensor and in the tide module:
 // methods for the reductions and the math (t.sum(), t.mean(dim, keepdim),
 // t.pow(2), t ** 2, t > 0, t.tolist(), t.size(0), ...), the math functions
-// (tide.sqrt, tide.sigmoid, tide.gt, ...), tide.tensor(data) and the
-// *_like creators. Each calls the C++ op once; nothing here computes.
+// (tide.sqrt, tide.sigmoid, tide.gt, ...), tide.cat and tide.stack,
+// tide.softmax, tide.tensor(data) and the *_like creators. Each calls the C++ op once; nothing here computes.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -146,6 +146,14 @@ void bind_tensor_math(py::module_& m) {
       .def("tanh", [](const Tensor& t) { return tanh(t, here()); })
       .def("sigmoid", [](const Tensor& t) { return sigmoid(t, here()); })
       .def("abs", [](const Tensor& t) { return abs(t, here()); })
+      .def(
+          "clamp",
+          [](const Tensor& t, std::optional<double> lo, std::optional<double> hi) { return clamp(t, lo, hi, here()); },
+          py::arg("min") = none, py::arg("max") = none, "self limited to [min, max] (either may be left out)")
+      .def("maximum", TIDE_EITHER(maximum), py::arg("other"))
+      .def("minimum", TIDE_EITHER(minimum), py::arg("other"))
+      .def("softmax", [](const Tensor& t, int dim) { return softmax(t, dim, here()); }, py::arg("dim"))
+      .def("log_softmax", [](const Tensor& t, int dim) { return log_softmax(t, dim, here()); }, py::arg("dim"))
       .def("pow", TIDE_EITHER(pow), py::arg("exponent"), "self ** exponent (a tensor or a number)")
       .def("__pow__", TIDE_EITHER(pow))
       .def("__rpow__", [](const Tensor& a, double s) { return rpow(a, s, here()); })
@@ -180,6 +188,30 @@ void bind_tensor_math(py::module_& m) {
   m.def("ge", TIDE_EITHER(ge), py::arg("a"), py::arg("b"), "1 where a >= b, else 0, in a's dtype");
   m.def("lt", TIDE_EITHER(lt), py::arg("a"), py::arg("b"), "1 where a < b, else 0, in a's dtype");
   m.def("le", TIDE_EITHER(le), py::arg("a"), py::arg("b"), "1 where a <= b, else 0, in a's dtype");
+  m.def("maximum", TIDE_EITHER(maximum), py::arg("a"), py::arg("b"), "the larger of a and b; NaN wins");
+  m.def("minimum", TIDE_EITHER(minimum), py::arg("a"), py::arg("b"), "the smaller of a and b; NaN wins");
+  m.def(
+      "clamp",
+      [](const Tensor& t, std::optional<double> lo, std::optional<double> hi) { return clamp(t, lo, hi, here()); },
+      py::arg("a"), py::arg("min") = none, py::arg("max") = none, "a limited to [min, max] (either may be left out)");
+  m.def(
+      "linspace",
+      [](double start, double end, std::int64_t steps, const std::string& dt, const std::string& dev) {
+        if (steps < 0) throw ValueError("linspace: steps must be >= 0, got " + std::to_string(steps));
+        py::module_ np = py::module_::import("numpy");
+        py::object values = np.attr("linspace")(start, end, steps);
+        return tensor_of(values, dt, dev, false);
+      },
+      py::arg("start"), py::arg("end"), py::arg("steps"), py::arg("dtype") = "f32", py::arg("device") = "cpu:0",
+      "steps values from start to end, both included, evenly spaced (numpy's linspace)");
+  m.def("cat", [](const std::vector<Tensor>& ts, int dim) { return cat(ts, dim, here()); }, py::arg("tensors"),
+        py::arg("dim") = 0, "the tensors joined along dim (a new tensor)");
+  m.def("stack", [](const std::vector<Tensor>& ts, int dim) { return stack(ts, dim, here()); }, py::arg("tensors"),
+        py::arg("dim") = 0, "the tensors (of one shape) joined along a new axis dim");
+  m.def("softmax", [](const Tensor& a, int dim) { return softmax(a, dim, here()); }, py::arg("a"), py::arg("dim"),
+        "exp(a) / sum(exp(a)) along dim, shifted by the max (floating dtypes)");
+  m.def("log_softmax", [](const Tensor& a, int dim) { return log_softmax(a, dim, here()); }, py::arg("a"),
+        py::arg("dim"), "log(softmax(a)), finite where softmax underflows (floating dtypes)");
   m.def("tensor", &tensor_of, py::arg("data"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = "cpu:0",
         py::arg("requires_grad") = false,
         "a tensor holding a copy of data (lists, numbers, arrays); floats become f32 and integers i64 unless "

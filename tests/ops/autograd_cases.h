@@ -55,6 +55,13 @@ inline std::vector<GradCase> grad_cases() {
   c.push_back({"rpow", {{6}}, [](V x) { return rpow(x[0], 2.5); }});
   // A mean squared error, the first loss most users write.
   c.push_back({"mse", {{4, 3}, {4, 3}}, [](V x) { return mean(pow(x[0] - x[1], 2.0)); }});
+  c.push_back({"maximum minimum", {{3, 4}, {4}}, [](V x) { return maximum(x[0], x[1]) + minimum(x[0], x[1] * 0.5); }});
+  c.push_back({"clamp", {{8}}, [](V x) { return clamp(x[0], -0.45, 0.55) + clamp(x[0], {}, 0.1); }});
+  c.push_back({"cat", {{2, 3}, {2, 1}, {2, 4}}, [](V x) { return cat({x[0], x[1], x[2]}, 1); }});
+  c.push_back({"cat rows, one input twice", {{2, 3}, {1, 3}}, [](V x) { return cat({x[0], x[1], x[0]}, -2); }});
+  c.push_back({"stack", {{2, 3}, {2, 3}}, [](V x) { return stack({x[0], x[1] * 2.0}, 1); }});
+  c.push_back({"softmax", {{3, 4}}, [](V x) { return softmax(x[0] * 2.0, 1); }});
+  c.push_back({"log_softmax", {{3, 4}}, [](V x) { return log_softmax(x[0] * 2.0, 0); }});
   // relu away from its kink, on both sides.
   c.push_back({"relu", {{8}}, [](V x) { return relu(x[0] - 0.5); }, 0.0, 1.0});
   c.push_back({"matmul", {{3, 4}, {4, 5}}, [](V x) { return matmul(x[0], x[1]); }});

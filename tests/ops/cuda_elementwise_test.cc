@@ -44,6 +44,8 @@ const std::vector<std::pair<const char*, BinaryFn>> kBinary = {
     {"ge", [](const Tensor& x, const Tensor& y) { return ge(x, y); }},
     {"lt", [](const Tensor& x, const Tensor& y) { return lt(x, y); }},
     {"le", [](const Tensor& x, const Tensor& y) { return le(x, y); }},
+    {"maximum", [](const Tensor& x, const Tensor& y) { return maximum(x, y); }},
+    {"minimum", [](const Tensor& x, const Tensor& y) { return minimum(x, y); }},
 };
 
 using ScalarFn = std::function<Tensor(const Tensor&, double)>;
@@ -57,6 +59,8 @@ const std::vector<std::pair<const char*, ScalarFn>> kScalar = {
     {"gt", [](const Tensor& x, double s) { return gt(x, s); }},
     {"le", [](const Tensor& x, double s) { return le(x, s); }},
     {"ne", [](const Tensor& x, double s) { return ne(x, s); }},
+    {"maximum", [](const Tensor& x, double s) { return maximum(x, s); }},
+    {"minimum", [](const Tensor& x, double s) { return minimum(x, s); }},
 };
 
 // CUDA's powf is within 4 ulps (pow within 2), tanhf within 2, and the

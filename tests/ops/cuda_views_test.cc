@@ -50,6 +50,17 @@ TEST_P(CudaViewsTest, ViewsShareStorageOnTheGpu) {
   EXPECT_EQ(a.to_vector<float>(), std::vector<float>(20, 3.0f));
 }
 
+TEST_P(CudaViewsTest, CatAndStackMatchCpu) {
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  for_each_dtype_of([&](auto tag) {
+    using T = decltype(tag);
+    expect_same_on_both<T>({7, 9}, [](const Tensor& t) { return cat({t, t, t}, 1); }, "cat columns");
+    expect_same_on_both<T>({7, 9}, [](const Tensor& t) { return cat({t, t}, 0); }, "cat rows");
+    expect_same_on_both<T>({33, 65}, [](const Tensor& t) { return stack({t, t}, 2); }, "stack last");
+  });
+}
+
 TEST_P(CudaViewsTest, PartViewsAtAnyOffsetMatchCpu) {
   // Views one element into a block are not 16-byte aligned: the vectorised
   // elementwise path must fall back, and the partial-overlap rules (a copy

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include <tide/ops/autograd.h>
 #include <tide/ops/elementwise.h>
+#include <tide/ops/reduction.h>
 
 #include "ops_test_util.h"
 
@@ -127,6 +129,43 @@ TEST_P(MathOpsTest, ComparisonsGiveOnesAndZerosInTheOperandsDtype) {
                 (std::vector<T>{lo, 7, 7, 0}));
     }
   });
+}
+
+TEST_P(MathOpsTest, MaximumMinimumAndClamp) {
+  for_each_dtype([&](auto tag) {
+    using T = decltype(tag);
+    SCOPED_TRACE(dtype_name(dtype_v<T>));
+    const Tensor a = from_vector(std::vector<T>{-3, 5, 2, 0}, {4}), b = from_vector(std::vector<T>{1, 1, 2, -1}, {4});
+    EXPECT_EQ(maximum(a, b).template to_vector<T>(), (std::vector<T>{1, 5, 2, 0}));
+    EXPECT_EQ(minimum(a, b).template to_vector<T>(), (std::vector<T>{-3, 1, 2, -1}));
+    EXPECT_EQ(maximum(a, 1.0).template to_vector<T>(), (std::vector<T>{1, 5, 2, 1}));
+    EXPECT_EQ(minimum(a, 1.0).template to_vector<T>(), (std::vector<T>{-3, 1, 1, 0}));
+    EXPECT_EQ(clamp(a, -1.0, 2.0).template to_vector<T>(), (std::vector<T>{-1, 2, 2, 0}));
+    EXPECT_EQ(clamp(a, {}, 0.0).template to_vector<T>(), (std::vector<T>{-3, 0, 0, 0}));
+    EXPECT_EQ(clamp(a, 0.0, {}).template to_vector<T>(), (std::vector<T>{0, 5, 2, 0}));
+    if constexpr (std::is_floating_point_v<T>) {
+      const T nan = std::numeric_limits<T>::quiet_NaN();
+      const Tensor n = from_vector(std::vector<T>{nan, 1, nan}, {3}), m = from_vector(std::vector<T>{0, nan, nan}, {3});
+      for (const Tensor& r : {maximum(n, m), minimum(n, m), maximum(m, n)})
+        for (T v : r.template to_vector<T>()) EXPECT_TRUE(std::isnan(v));
+      const std::vector<T> c = clamp(n, 0.0, 0.5).template to_vector<T>();
+      EXPECT_TRUE(std::isnan(c[0]));
+      EXPECT_EQ(c[1], T(0.5));
+    }
+  });
+  // The gradient: to the winner, half each on a tie; clamp's where kept.
+  Tensor x = from_vector(std::vector<double>{-2, 0.5, 1, 3}, {4}).set_requires_grad();
+  Tensor y = from_vector(std::vector<double>{1, 1, 1, 1}, {4}).set_requires_grad();
+  backward(sum(maximum(x, y)));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, 0.5, 1}));
+  EXPECT_EQ(y.grad().to_vector<double>(), (std::vector<double>{1, 1, 0.5, 0}));
+  Tensor z = from_vector(std::vector<double>{-2, -1, 0, 1, 2}, {5}).set_requires_grad();
+  backward(sum(clamp(z, -1.0, 1.0)));
+  EXPECT_EQ(z.grad().to_vector<double>(), (std::vector<double>{0, 1, 1, 1, 0}));
+  const Tensor f = ones({2});
+  eng().wait_all();
+  EXPECT_REJECTED(ValueError, clamp(f, 1.0, 0.0));
+  EXPECT_REJECTED(ValueError, clamp(f, {}, {}));
 }
 
 TEST_P(MathOpsTest, FloatingOnlyOpsRefuseIntegersBeforeAnythingIsQueued) {

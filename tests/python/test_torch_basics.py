@@ -122,3 +122,37 @@ def test_functional_and_the_new_modules():
     np.testing.assert_allclose(F.linear(x, w).numpy(), F.linear(x, w, b).numpy())
     labels = tide.tensor([1, 0])
     assert math.isclose(F.cross_entropy(x, labels).item(), tide.nn.CrossEntropyLoss()(x, labels).item())
+
+
+def test_cat_stack_softmax_clamp_and_dropout():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = -np.arange(4, dtype=np.float32).reshape(2, 2)
+    np.testing.assert_array_equal(tide.cat([tide.tensor(a), tide.tensor(b)], dim=1).numpy(), np.concatenate([a, b], 1))
+    np.testing.assert_array_equal(tide.stack([tide.tensor(a), tide.tensor(a * 2)], 1).numpy(), np.stack([a, a * 2], 1))
+    x = tide.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 1000.0]], dtype="f64")
+    e = np.exp(x.numpy() - x.numpy().max(1, keepdims=True))
+    np.testing.assert_allclose(x.softmax(1).numpy(), e / e.sum(1, keepdims=True), rtol=1e-14)
+    z = x.numpy() - x.numpy().max(1, keepdims=True)
+    np.testing.assert_allclose(F.log_softmax(x, -1).numpy(), z - np.log(e.sum(1, keepdims=True)), rtol=1e-12)
+    assert np.isfinite(tide.log_softmax(x, 1).numpy()).all()
+    c = tide.tensor([-2.0, 0.5, 3.0])
+    assert c.clamp(0, 1).tolist() == [0.0, 0.5, 1.0]
+    assert tide.clamp(c, max=0).tolist() == [-2.0, 0.0, 0.0]
+    assert tide.maximum(c, 0.0).tolist() == [0.0, 0.5, 3.0] and c.minimum(c * 0).tolist() == [-2.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="above max"):
+        c.clamp(1, 0)
+    np.testing.assert_allclose(tide.linspace(0, 1, 5).numpy(), [0, 0.25, 0.5, 0.75, 1.0])
+    # Dropout: zeros about p of the elements while training, scales the rest; the identity in eval().
+    tide.manual_seed(3)
+    drop = tide.nn.Dropout(0.25)
+    ones = tide.ones([10000])
+    kept = drop(ones).numpy()
+    assert set(np.unique(kept)) <= {0.0, np.float32(1 / 0.75)}
+    assert 0.2 < (kept == 0).mean() < 0.3
+    assert drop.eval()(ones) is ones
+    with pytest.raises(ValueError):
+        tide.nn.Dropout(1.5)
+    # Gradients flow through cat and softmax.
+    w = tide.tensor([0.5, -1.0], requires_grad=True)
+    tide.cat([w, w * 2]).softmax(0).max().backward()
+    assert w.grad is not None and w.grad.shape == (2,)

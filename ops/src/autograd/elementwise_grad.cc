@@ -58,6 +58,22 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
         return r;
       }, {xa, xb, xo});
     }
+    case Binary::maximum:
+    case Binary::minimum: {
+      // To the input that won; half to each on a tie (torch's rule).
+      const bool larger = op == Binary::maximum;
+      const SavedTensor xa(a), xb(b);
+      return (void)record(larger ? "maximum" : "minimum", loc, out, {&a, &b},
+                          [sa, sb, xa, xb, larger](const Tensor& g, const Node& n, Loc l) {
+        const Tensor av = xa.get(n), bv = xb.get(n);
+        const Tensor half = mul(eq(av, bv, l), 0.5, l);
+        const Tensor wins_a = add(larger ? gt(av, bv, l) : lt(av, bv, l), half, l);
+        Grads r(2);
+        if (n.needs_grad(0)) r[0] = sum_to(mul(g, wins_a, l), sa, l);
+        if (n.needs_grad(1)) r[1] = sum_to(mul(g, rsub(wins_a, 1.0, l), l), sb, l);
+        return r;
+      }, {xa, xb});
+    }
   }
 }
 
@@ -96,6 +112,17 @@ void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
       return (void)record("rpow", loc, out, {&a}, [xo, log_s](const Tensor& g, const Node& n, Loc l) {
         return Grads{mul(mul(g, xo.get(n), l), log_s, l)};
       }, {xo});
+    }
+    case Scalar::maximum:
+    case Scalar::minimum: {
+      // Where a is kept, ties included (torch.clamp's rule).
+      const bool larger = op == Scalar::maximum;
+      const SavedTensor xa(a);
+      return (void)record(larger ? "maximum" : "minimum", loc, out, {&a},
+                          [xa, s, larger](const Tensor& g, const Node& n, Loc l) {
+        const Tensor av = xa.get(n);
+        return Grads{mul(g, larger ? ge(av, s, l) : le(av, s, l), l)};
+      }, {xa});
     }
   }
 }

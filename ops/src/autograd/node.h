@@ -138,14 +138,24 @@ void attach(Tensor& out, std::shared_ptr<Node> node);
 /// Records `backward` as the op that made `out` from `inputs`; `saved`
 /// lists the tensors its closure saved, for the check before a backward.
 /// Returns the node (to give it a unit form).
-inline FnNode& record(const char* name, Loc loc, Tensor& out, std::initializer_list<const Tensor*> inputs,
-                      FnNode::Backward backward, std::initializer_list<SavedTensor> saved = {}) {
+template <typename Inputs>
+FnNode& record_from(const char* name, Loc loc, Tensor& out, const Inputs& inputs, FnNode::Backward backward,
+                    std::initializer_list<SavedTensor> saved) {
   auto node = std::make_shared<FnNode>(name, loc, std::move(backward), std::vector<SavedTensor>(saved));
   node->next.reserve(inputs.size());
   for (const Tensor* t : inputs) node->next.push_back(edge_of(*t));
   FnNode& n = *node;
   attach(out, std::move(node));
   return n;
+}
+inline FnNode& record(const char* name, Loc loc, Tensor& out, std::initializer_list<const Tensor*> inputs,
+                      FnNode::Backward backward, std::initializer_list<SavedTensor> saved = {}) {
+  return record_from(name, loc, out, inputs, std::move(backward), saved);
+}
+/// The same for a list of inputs known only at run time (cat).
+inline FnNode& record(const char* name, Loc loc, Tensor& out, const std::vector<const Tensor*>& inputs,
+                      FnNode::Backward backward) {
+  return record_from(name, loc, out, inputs, std::move(backward), {});
 }
 
 }  // namespace tide::autograd

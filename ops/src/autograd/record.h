@@ -23,9 +23,15 @@ inline bool wants(const Tensor& a, const Tensor& b) { return (needs(a) || needs(
 inline bool wants(const Tensor& a, const Tensor& b, const Tensor& c) {
   return (needs(a) || needs(b) || needs(c)) && GradMode::enabled();
 }
+inline bool wants(const std::vector<Tensor>& ts) {
+  if (!GradMode::enabled()) return false;
+  for (const Tensor& t : ts)
+    if (needs(t)) return true;
+  return false;
+}
 
-enum class Binary { add, sub, mul, div, pow };
-enum class Scalar { add, sub, rsub, mul, div, rdiv, pow, rpow };
+enum class Binary { add, sub, mul, div, pow, maximum, minimum };
+enum class Scalar { add, sub, rsub, mul, div, rdiv, pow, rpow, maximum, minimum };
 enum class Unary { neg, exp, log, relu, sqrt, tanh, sigmoid, abs };
 enum class Reduce { sum, mean, max };
 
@@ -49,6 +55,9 @@ void record_view(const char* name, Tensor& out, const Tensor& a);
 /// strided(a, out.shape(), strides, offset).
 void record_strided(Tensor& out, const Tensor& a, const std::vector<std::int64_t>& strides, std::int64_t offset,
                     Loc loc);
+
+/// cat(inputs, axis): each input's gradient is its slice of the output's.
+void record_cat(Tensor& out, const std::vector<Tensor>& inputs, int axis, Loc loc);
 
 /// An op tide has no derivative for: its output carries a node whose
 /// backward throws a tide::UsageError naming it, so a backward through it

@@ -59,4 +59,22 @@ void record_strided(Tensor& out, const Tensor& a, const std::vector<std::int64_t
   });
 }
 
+void record_cat(Tensor& out, const std::vector<Tensor>& inputs, int axis, Loc loc) {
+  std::vector<const Tensor*> ins;
+  std::vector<std::int64_t> sizes;
+  for (const Tensor& t : inputs) {
+    ins.push_back(&t);
+    sizes.push_back(t.shape()[axis]);
+  }
+  record("cat", loc, out, ins, [axis, sizes](const Tensor& g, const Node& n, Loc l) {
+    Grads r(sizes.size());
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (n.needs_grad(i)) r[i] = slice(g, axis, at, at + sizes[i], 1, l);
+      at += sizes[i];
+    }
+    return r;
+  });
+}
+
 }  // namespace tide::autograd

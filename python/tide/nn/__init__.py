@@ -14,8 +14,8 @@ import weakref as _weakref
 from .. import _tide
 from . import functional
 
-__all__ = ["Module", "Parameter", "Linear", "ReLU", "Sigmoid", "Tanh", "Sequential", "CrossEntropyLoss", "MSELoss",
-           "DistributedDataParallel", "functional"]
+__all__ = ["Module", "Parameter", "Linear", "ReLU", "Sigmoid", "Tanh", "Dropout", "Sequential", "CrossEntropyLoss",
+           "MSELoss", "DistributedDataParallel", "functional"]
 
 
 def Parameter(tensor, requires_grad=True):
@@ -180,6 +180,20 @@ class Sigmoid(Module):
 class Tanh(Module):
     def forward(self, x):
         return _tide.tanh(x)
+
+
+class Dropout(Module):
+    """Zeroes each element with probability p while training (scaling the
+    rest by 1 / (1 - p)); the identity in eval()."""
+
+    def __init__(self, p=0.5):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError("Dropout: p must lie in [0, 1], got %r" % (p,))
+        object.__setattr__(self, "p", p)
+
+    def forward(self, x):
+        return functional.dropout(x, self.p, self.training)
 
 
 class Sequential(Module):

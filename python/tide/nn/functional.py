@@ -5,7 +5,7 @@
 """
 from .. import _tide
 
-__all__ = ["linear", "relu", "sigmoid", "tanh", "cross_entropy", "mse_loss"]
+__all__ = ["linear", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "cross_entropy", "mse_loss"]
 
 
 def linear(input, weight, bias=None):
@@ -25,6 +25,28 @@ def sigmoid(input):
 
 def tanh(input):
     return _tide.tanh(input)
+
+
+def softmax(input, dim):
+    return _tide.softmax(input, dim)
+
+
+def log_softmax(input, dim):
+    return _tide.log_softmax(input, dim)
+
+
+def dropout(input, p=0.5, training=True):
+    """Each element zeroed with probability p and the rest scaled by
+    1 / (1 - p) while training (the mask from tide.rand, the engine's
+    seeded generator); input itself otherwise."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError("dropout probability must lie in [0, 1], got %r" % (p,))
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = _tide.ge(_tide.rand(list(input.shape), dtype=input.dtype, device=input.device), p)
+    return input * keep * (1.0 / (1.0 - p))
 
 
 def cross_entropy(input, target):

@@ -15,6 +15,8 @@
 // refused at once (ValueError) on every device.
 #pragma once
 
+#include <optional>
+
 #include <tide/ops/creation.h>
 
 namespace tide {
@@ -38,6 +40,10 @@ Tensor gt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor ge(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor lt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor le(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+/// The larger (smaller) of a and b, elementwise; NaN in either gives NaN.
+/// Their gradient goes to the input that won, half to each on a tie.
+Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 /// a to the power b, floating dtypes (the C library's pow: a negative base
 /// to a fractional power is NaN).
 Tensor pow(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
@@ -50,6 +56,13 @@ Tensor div(const Tensor& a, double s, Loc loc = Loc::current());  // a / s
 Tensor rdiv(const Tensor& a, double s, Loc loc = Loc::current()); // s / a
 Tensor pow(const Tensor& a, double s, Loc loc = Loc::current());  // a ** s, floating dtypes
 Tensor rpow(const Tensor& a, double s, Loc loc = Loc::current()); // s ** a, floating dtypes
+/// The larger (smaller) of a and s; the gradient reaches a where a >= s
+/// (a <= s), ties included, as torch.clamp's.
+Tensor maximum(const Tensor& a, double s, Loc loc = Loc::current());
+Tensor minimum(const Tensor& a, double s, Loc loc = Loc::current());
+/// a limited to [lo, hi] (either may be left out, not both; lo <= hi):
+/// minimum(maximum(a, lo), hi).
+Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current());
 /// Comparisons with a scalar (converted to a's dtype as above).
 Tensor eq(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor ne(const Tensor& a, double s, Loc loc = Loc::current());

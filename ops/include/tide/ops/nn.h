@@ -91,6 +91,14 @@ SoftmaxCrossEntropy softmax_cross_entropy(const Tensor& logits, const Tensor& la
 Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels,
                                       Loc loc = Loc::current());
 
+/// softmax along `axis`: exp(a - max) / sum(exp(a - max)), floating dtypes;
+/// and its logarithm, (a - max) - log(sum(exp(a - max))), which stays finite
+/// where softmax underflows to 0. Both are compositions of differentiable
+/// ops (the max, a constant shift, is taken outside the graph), so they
+/// have gradients, and a few ops each.
+Tensor softmax(const Tensor& a, int axis, Loc loc = Loc::current());
+Tensor log_softmax(const Tensor& a, int axis, Loc loc = Loc::current());
+
 // ---------------------------------------------------------------------------
 // Metrics: accuracy = sum(eq(argmax(logits, 1), labels)).
 

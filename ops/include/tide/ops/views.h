@@ -67,4 +67,12 @@ Tensor select(const Tensor& a, int axis, std::int64_t index, Loc loc = Loc::curr
 Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
                std::int64_t offset, Loc loc = Loc::current());
 
+/// The tensors joined along `axis` (negative counts from the end): same
+/// dtype, device and rank, equal extents on every other axis. A new tensor;
+/// each input's gradient is its slice of the result's.
+Tensor cat(const std::vector<Tensor>& tensors, int axis = 0, Loc loc = Loc::current());
+/// The tensors (of one shape) joined along a new axis `axis`
+/// (in [-ndim-1, ndim]): cat of their unsqueezed views.
+Tensor stack(const std::vector<Tensor>& tensors, int axis = 0, Loc loc = Loc::current());
+
 }  // namespace tide
