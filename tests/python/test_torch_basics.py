@@ -139,7 +139,7 @@ def test_cat_stack_softmax_clamp_and_dropout():
     assert c.clamp(0, 1).tolist() == [0.0, 0.5, 1.0]
     assert tide.clamp(c, max=0).tolist() == [-2.0, 0.0, 0.0]
     assert tide.maximum(c, 0.0).tolist() == [0.0, 0.5, 3.0] and c.minimum(c * 0).tolist() == [-2.0, 0.0, 0.0]
-    with pytest.raises(ValueError, match="above max"):
+    with pytest.raises(tide.ValueError, match="above max"):
         c.clamp(1, 0)
     np.testing.assert_allclose(tide.linspace(0, 1, 5).numpy(), [0, 0.25, 0.5, 0.75, 1.0])
     # Dropout: zeros about p of the elements while training, scales the rest; the identity in eval().
