@@ -133,15 +133,19 @@ std::vector<Op> ops() {
   // Elementwise.
   using Binary = Tensor (*)(const Tensor&, const Tensor&, Loc);
   for (auto [name, f] : {std::pair<const char*, Binary>{"add", add}, {"sub", sub}, {"mul", mul}, {"div", div},
-                         {"eq", eq}, {"relu_backward", relu_backward}})
+                         {"eq", eq}, {"relu_backward", relu_backward}, {"pow", pow}, {"ne", ne}, {"gt", gt},
+                         {"ge", ge}, {"lt", lt}, {"le", le}, {"maximum", maximum}, {"minimum", minimum}})
     op(name, [f = f](Case& c) { f(c.pool.pick(c.in), c.pool.pick(c.in), Loc::current()); });
   using WithScalar = Tensor (*)(const Tensor&, double, Loc);
   for (auto [name, f] : {std::pair<const char*, WithScalar>{"add(s)", add}, {"sub(s)", sub}, {"rsub", rsub},
-                         {"mul(s)", mul}, {"div(s)", div}, {"rdiv", rdiv}})
+                         {"mul(s)", mul}, {"div(s)", div}, {"rdiv", rdiv}, {"pow(s)", pow}, {"rpow", rpow},
+                         {"gt(s)", gt}, {"le(s)", le}, {"eq(s)", eq}, {"maximum(s)", maximum},
+                         {"minimum(s)", minimum}})
     op(name, [f = f](Case& c) { f(c.pool.pick(c.in), c.in.scalar(), Loc::current()); });
   using Unary = Tensor (*)(const Tensor&, Loc);
   for (auto [name, f] : {std::pair<const char*, Unary>{"neg", neg}, {"exp", exp}, {"log", log}, {"relu", relu},
-                         {"linear_backward_bias", linear_backward_bias}})
+                         {"linear_backward_bias", linear_backward_bias}, {"sqrt", sqrt}, {"tanh", tanh},
+                         {"sigmoid", sigmoid}, {"abs", abs}})
     op(name, [f = f](Case& c) { f(c.pool.pick(c.in), Loc::current()); });
   using InPlace = void (*)(Tensor&, const Tensor&, Loc);
   for (auto [name, f] : {std::pair<const char*, InPlace>{"add_", add_}, {"sub_", sub_}, {"mul_", mul_},
@@ -150,6 +154,11 @@ std::vector<Op> ops() {
   using InPlaceScalar = void (*)(Tensor&, double, Loc);
   for (auto [name, f] : {std::pair<const char*, InPlaceScalar>{"add_(s)", add_}, {"mul_(s)", mul_}})
     op(name, [f = f](Case& c) { f(c.pool.pick(c.in), c.in.scalar(), Loc::current()); });
+  op("clamp", [](Case& c) {
+    const double lo = c.in.scalar(), hi = c.in.scalar();
+    clamp(c.pool.pick(c.in), c.in.chance(20) ? std::optional<double>() : lo,
+          c.in.chance(20) ? std::optional<double>() : hi);
+  });
   op("copy_to", [](Case& c) { copy_to(c.pool.pick(c.in), c.in.device()); });
   op("to_dtype", [](Case& c) { to_dtype(c.pool.pick(c.in), c.in.dtype()); });
   // Reductions.
@@ -179,6 +188,18 @@ std::vector<Op> ops() {
     slice(c.pool.pick(c.in), c.in.axis(), c.in.count(), c.in.count(), step);
   });
   op("select", [](Case& c) { select(c.pool.pick(c.in), c.in.axis(), c.in.count()); });
+  op("cat", [](Case& c) {
+    std::vector<Tensor> ts(static_cast<std::size_t>(c.in.below(4)));
+    for (Tensor& t : ts) t = c.pool.pick(c.in);
+    cat(ts, c.in.axis());
+  });
+  op("stack", [](Case& c) {
+    std::vector<Tensor> ts(static_cast<std::size_t>(c.in.below(4)));
+    for (Tensor& t : ts) t = c.pool.pick(c.in);
+    stack(ts, c.in.axis());
+  });
+  op("softmax", [](Case& c) { softmax(c.pool.pick(c.in), c.in.axis()); });
+  op("log_softmax", [](Case& c) { log_softmax(c.pool.pick(c.in), c.in.axis()); });
   op("strided", [](Case& c) {
     const Shape s = c.in.shape();
     std::vector<std::int64_t> strides(static_cast<std::size_t>(s.ndim()));
