@@ -86,7 +86,7 @@ def main():
     lo, hi = len(yte) * rt.rank // rt.size, len(yte) * (rt.rank + 1) // rt.size
     with tide.no_grad():
         logits = net.eval()(tide.from_numpy(xte[lo:hi]))
-    correct = tide.sum(tide.eq(tide.argmax(logits, 1), tide.from_numpy(yte[lo:hi])))
+    correct = tide.sum(tide.eq(logits.argmax(1), tide.from_numpy(yte[lo:hi]).long()))  # i64, as torch
     accuracy = tide.all_reduce(correct).item() / len(yte)
     sps = a.steps * global_batch / elapsed
     rt.log(f"trained {a.steps} steps on {rt.size} rank(s): final loss {losses[-1]:.4f}, held-out accuracy "

@@ -1,6 +1,7 @@
-// cat and stack: one output, zeros first, then each input added into its
-// block by the strided scatter-add kernel (its block is disjoint from the
-// others', so adding into zeros is writing). One op per input, each reading
+// cat and stack: one output, filled with -0 first, then each input added
+// into its block by the strided scatter-add kernel. The blocks are
+// disjoint, and -0 + x is x for every x (+0, -0, NaN and the infinities
+// included), so the adds copy. One op per input, each reading
 // only that input; the backward slices the gradient.
 #include <tide/ops/views.h>
 
@@ -54,7 +55,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis, Loc loc) {
     at += t.shape()[ax];
   }
   const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_scatter_add);
-  Tensor out = zeros(shape, {dt, dev}, loc);
+  Tensor out = full(shape, -0.0, {dt, dev}, loc);  // integers: 0
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     if (!maps[i]) continue;
     push_into(

@@ -180,6 +180,36 @@ template <BinaryOp Op>
   binary<Op, true>(name, a, b, loc);
 }
 
+/// a compared with s. An integer tensor is compared with the real value of
+/// s, not with s truncated: a > 2.5 is a > 2, a >= 2.5 is a >= 3, a == 2.5
+/// is never true, and a bound beyond the dtype's range (or NaN) gives a
+/// constant result.
+template <BinaryOp Op>
+Tensor compare_scalar(const char* name, const Tensor& a, double s, Loc loc) {
+  engine_for(name, a);
+  if (is_floating(a.dtype()) || (std::trunc(s) == s && [&] {
+        try {
+          check_scalar_fits(name, s, a.dtype());
+          return true;
+        } catch (const ValueError&) {
+          return false;
+        }
+      }()))
+    return with_scalar<Op, false>(name, a, s, loc);
+  // Integer a, s fractional, NaN or out of range: the threshold t among
+  // the integers, or a constant.
+  const double lo = a.dtype() == DType::i64 ? -9223372036854775808.0 : -2147483648.0, hi = -lo;  // [lo, hi)
+  const TensorOptions o{a.dtype(), a.device()};
+  auto constant = [&](bool v) { return full(a.shape(), v ? 1.0 : 0.0, o, loc); };
+  if (std::isnan(s) || Op == BinaryOp::eq || Op == BinaryOp::ne) return constant(Op == BinaryOp::ne);
+  const bool upward = Op == BinaryOp::ge || Op == BinaryOp::lt;  // a >= s is a >= ceil(s), a < s is a < ceil(s)
+  const double t = upward ? std::ceil(s) : std::floor(s);      // a > s is a > floor(s), a <= s is a <= floor(s)
+  const bool above_a = Op == BinaryOp::gt || Op == BinaryOp::ge;  // true where a is above t
+  if (t >= hi) return constant(!above_a);                         // every a is below t
+  if (t < lo) return constant(above_a);                           // every a is above t
+  return with_scalar<Op, false>(name, a, t, loc);
+}
+
 }  // namespace
 
 using autograd::Binary;
@@ -208,10 +238,20 @@ Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) {
 Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) {
   return recorded(binary<BinaryOp::minimum>("minimum", a, b, loc), Binary::minimum, a, b, loc);
 }
+/// A bound for an integer tensor must be an integer: truncating 0.5 to 0
+/// would clamp to the wrong value, and tide does not promote to floating.
+static void check_whole_bound(const char* name, const Tensor& a, double s) {
+  if (a.defined() && !is_floating(a.dtype()) && std::trunc(s) != s)
+    throw ValueError(op_prefix(name) + "bound " + std::to_string(s) + " is not a whole number, and the tensor is " +
+                     dtype_name(a.dtype()));
+}
+
 Tensor maximum(const Tensor& a, double s, Loc loc) {
+  check_whole_bound("maximum", a, s);
   return recorded(with_scalar<BinaryOp::maximum, false>("maximum", a, s, loc), Scalar::maximum, a, s, loc);
 }
 Tensor minimum(const Tensor& a, double s, Loc loc) {
+  check_whole_bound("minimum", a, s);
   return recorded(with_scalar<BinaryOp::minimum, false>("minimum", a, s, loc), Scalar::minimum, a, s, loc);
 }
 Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi, Loc loc) {
@@ -219,6 +259,8 @@ Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi
   engine_for(name, a);
   if (lo) check_scalar_fits(name, *lo, a.dtype());
   if (hi) check_scalar_fits(name, *hi, a.dtype());
+  if (lo) check_whole_bound(name, a, *lo);
+  if (hi) check_whole_bound(name, a, *hi);
   if (lo && hi && *lo > *hi)
     throw ValueError(op_prefix(name) + "min " + std::to_string(*lo) + " is above max " + std::to_string(*hi));
   if (!lo && !hi) throw ValueError(op_prefix(name) + "give min, max or both");
@@ -234,12 +276,12 @@ Tensor gt(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::g
 Tensor ge(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::ge>("ge", a, b, loc); }
 Tensor lt(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::lt>("lt", a, b, loc); }
 Tensor le(const Tensor& a, const Tensor& b, Loc loc) { return binary<BinaryOp::le>("le", a, b, loc); }
-Tensor eq(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::eq, false>("eq", a, s, loc); }
-Tensor ne(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::ne, false>("ne", a, s, loc); }
-Tensor gt(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::gt, false>("gt", a, s, loc); }
-Tensor ge(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::ge, false>("ge", a, s, loc); }
-Tensor lt(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::lt, false>("lt", a, s, loc); }
-Tensor le(const Tensor& a, double s, Loc loc) { return with_scalar<BinaryOp::le, false>("le", a, s, loc); }
+Tensor eq(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::eq>("eq", a, s, loc); }
+Tensor ne(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::ne>("ne", a, s, loc); }
+Tensor gt(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::gt>("gt", a, s, loc); }
+Tensor ge(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::ge>("ge", a, s, loc); }
+Tensor lt(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::lt>("lt", a, s, loc); }
+Tensor le(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::le>("le", a, s, loc); }
 
 Tensor add(const Tensor& a, double s, Loc loc) {
   return recorded(with_scalar<BinaryOp::add, false>("add", a, s, loc), Scalar::add, a, s, loc);

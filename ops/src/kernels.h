@@ -187,7 +187,8 @@ struct Nn {
   void (*softmax_cross_entropy_backward)(void* stream, DType dtype, const void* probs,
                                          const std::int32_t* labels, void* dlogits,
                                          std::int64_t rows, std::int64_t classes) = nullptr;
-  void (*argmax)(void* stream, DType dtype, const void* in, std::int32_t* out, std::int64_t outer,
+  /// out holds indices of `index` dtype (i32 or i64).
+  void (*argmax)(void* stream, DType dtype, const void* in, DType index, void* out, std::int64_t outer,
                  std::int64_t len, std::int64_t inner) = nullptr;
 };
 

@@ -202,9 +202,11 @@ Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& given_l
 // ---------------------------------------------------------------------------
 // Metrics.
 
-Tensor argmax(const Tensor& a, int axis, Loc loc) {
+Tensor argmax(const Tensor& a, int axis, DType index, Loc loc) {
   const char* name = "argmax";
   Engine& e = engine_for(name, a);
+  if (index != DType::i32 && index != DType::i64)
+    throw DTypeError(op_prefix(name) + "indices are i32 or i64, not " + dtype_name(index));
   const int ax = normalize_axis(name, a, axis);
   const Shape& s = a.shape();
   std::int64_t outer = 1, inner = 1;
@@ -214,15 +216,15 @@ Tensor argmax(const Tensor& a, int axis, Loc loc) {
   if (len == 0)
     throw ValueError(op_prefix(name) + "axis " + std::to_string(axis) + " of shape " + s.str() +
                      " has no elements to choose from");
-  if (len > std::numeric_limits<std::int32_t>::max())
+  if (index == DType::i32 && len > std::numeric_limits<std::int32_t>::max())
     throw ShapeError(op_prefix(name) + "axis " + std::to_string(axis) + " of shape " + s.str() +
-                     " is too long for i32 indices");
+                     " is too long for i32 indices (ask for i64)");
   const auto fn = kernel_for(name, a.device(), kernels::nn(a.device()).argmax);
   const DType dt = a.dtype();
   return push_new(
-      e, name, s.without(ax), DType::i32, a.device(), {a.storage()},
-      [fn, dt, outer, len, inner](const OpContext& ctx) {
-        fn(ctx.native_stream, dt, ctx.in<void>(0), ctx.out<std::int32_t>(0), outer, len, inner);
+      e, name, s.without(ax), index, a.device(), {a.storage()},
+      [fn, dt, index, outer, len, inner](const OpContext& ctx) {
+        fn(ctx.native_stream, dt, ctx.in<void>(0), index, ctx.out<void>(0), outer, len, inner);
       },
       loc);
 }

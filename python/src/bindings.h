@@ -14,6 +14,9 @@ Runtime* current_runtime();
 
 /// A dtype from its name: "f32" or "float32", ... (tide.DTypeError otherwise).
 DType parse_dtype(const std::string& s);
+/// Refuses requires_grad for an integer dtype before anything is made (the
+/// same DTypeError set_requires_grad gives afterwards).
+void check_grad_dtype(bool requires_grad, DType dtype);
 
 /// Tensors, creation, elementwise, reduction, linear algebra and nn ops.
 void bind_tensors(pybind11::module_& m);

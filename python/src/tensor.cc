@@ -21,6 +21,12 @@ namespace py = pybind11;
 
 namespace tide::python {
 
+void check_grad_dtype(bool requires_grad, DType dtype) {
+  if (requires_grad && !is_floating(dtype))
+    throw DTypeError(std::string("requires_grad: only floating tensors (f32, f64) have gradients, this one would be ") +
+                     dtype_name(dtype));
+}
+
 DType parse_dtype(const std::string& s) {
   if (s == "f32" || s == "float32") return DType::f32;
   if (s == "f64" || s == "float64") return DType::f64;
@@ -451,7 +457,11 @@ void bind_tensors(py::module_& m) {
 
   const char* f32 = "f32";
   const char* cpu0 = "cpu:0";
-  m.def("from_numpy", [](py::array a, const std::string& dev, bool rg) { return from_numpy(a, dev).set_requires_grad(rg); },
+  m.def("from_numpy", [](py::array a, const std::string& dev, bool rg) {
+          if (rg && a.dtype().kind() != 'f')
+            check_grad_dtype(rg, a.dtype().itemsize() == 4 ? DType::i32 : DType::i64);
+          return from_numpy(a, dev).set_requires_grad(rg);
+        },
         py::arg("array"), py::arg("device") = cpu0, py::arg("requires_grad") = false,
         "a tensor holding a copy of the array (float32, float64, int32 or int64)");
   m.def(
@@ -461,18 +471,21 @@ void bind_tensors(py::module_& m) {
   m.def(
       "zeros",
       [](std::vector<std::int64_t> s, std::string dt, std::string dev, bool rg) {
+        check_grad_dtype(rg, parse_dtype(dt));
         return zeros(to_shape(s), options(dt, dev), here()).set_requires_grad(rg);
       },
       py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("requires_grad") = false);
   m.def(
       "ones",
       [](std::vector<std::int64_t> s, std::string dt, std::string dev, bool rg) {
+        check_grad_dtype(rg, parse_dtype(dt));
         return ones(to_shape(s), options(dt, dev), here()).set_requires_grad(rg);
       },
       py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("requires_grad") = false);
   m.def(
       "full",
       [](std::vector<std::int64_t> s, double v, std::string dt, std::string dev, bool rg) {
+        check_grad_dtype(rg, parse_dtype(dt));
         return full(to_shape(s), v, options(dt, dev), here()).set_requires_grad(rg);
       },
       py::arg("shape"), py::arg("value"), py::arg("dtype") = f32, py::arg("device") = cpu0,
@@ -488,6 +501,7 @@ void bind_tensors(py::module_& m) {
   m.def(
       "rand",
       [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed, bool rg) {
+        check_grad_dtype(rg, parse_dtype(dt));
         return rand(to_shape(s), options(dt, dev), RandomOptions{seed}, here()).set_requires_grad(rg);
       },
       py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none(),
@@ -495,6 +509,7 @@ void bind_tensors(py::module_& m) {
   m.def(
       "randn",
       [](std::vector<std::int64_t> s, std::string dt, std::string dev, std::optional<std::uint64_t> seed, bool rg) {
+        check_grad_dtype(rg, parse_dtype(dt));
         return randn(to_shape(s), options(dt, dev), RandomOptions{seed}, here()).set_requires_grad(rg);
       },
       py::arg("shape"), py::arg("dtype") = f32, py::arg("device") = cpu0, py::arg("seed") = py::none(),
@@ -530,7 +545,10 @@ void bind_tensors(py::module_& m) {
   m.def(
       "max", [](const Tensor& a, std::optional<int> axis) { return axis ? max(a, *axis, here()) : max(a, here()); }, py::arg("a"),
       py::arg("axis") = py::none());
-  m.def("argmax", [](const Tensor& a, int axis) { return argmax(a, axis, here()); }, py::arg("a"), py::arg("axis"));
+  m.def(
+      "argmax", [](const Tensor& a, int axis, const std::string& dt) { return argmax(a, axis, parse_dtype(dt), here()); },
+      py::arg("a"), py::arg("axis"), py::arg("dtype") = "i64",
+      "the index of the largest element along axis: i64 (as torch's) or i32");
   m.def(
       "matmul", [](const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul(a, b, ta, tb, here()); }, py::arg("a"),
       py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);

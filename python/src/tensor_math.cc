@@ -56,13 +56,13 @@ Tensor mean_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
 }
 
 /// t.max(): the largest element; t.max(dim): (values, indices), as torch's
-/// (indices are i32, argmax's dtype).
+/// (indices in i64).
 py::object max_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
   const Tensor v = reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return max(a, l); },
                           [](const Tensor& a, int ax, Loc l) { return max(a, ax, l); });
   if (!dim) return py::cast(v);
   const int axis = axis_of(t, *dim);
-  Tensor i = argmax(t, axis, here());
+  Tensor i = argmax(t, axis, DType::i64, here());
   if (keepdim) i = unsqueeze(i, axis);
   return py::make_tuple(v, i);
 }
@@ -85,31 +85,30 @@ Tensor either(const Tensor& a, const py::object& b, WithTensor wt, WithScalar ws
   }
 
 /// tide.tensor(data): numpy reads the data (nested lists, numbers, arrays,
-/// anything with __array__); without a dtype, floats become f32 and
-/// integers i64, as torch.tensor's defaults.
+/// anything with __array__). Without a dtype, an array (numpy's, a tide
+/// tensor) keeps its own dtype where tide has it, and Python data becomes
+/// f32 (floats) or i64 (integers), as torch.tensor does.
 Tensor tensor_of(const py::object& data, std::optional<std::string> dtype, const std::string& device,
                  bool requires_grad) {
   py::module_ np = py::module_::import("numpy");
+  const bool typed = py::hasattr(data, "dtype") || py::hasattr(data, "__array__");
   py::object array = np.attr("asarray")(data);
   const std::string kind = py::str(array.attr("dtype").attr("kind"));
-  std::string target;
+  const int size = array.attr("dtype").attr("itemsize").cast<int>();
+  DType target;
   if (dtype) {
-    target = *dtype;
+    target = parse_dtype(*dtype);
   } else if (kind == "f") {
-    target = "f32";
+    target = typed && size == 8 ? DType::f64 : DType::f32;
   } else if (kind == "i" || kind == "u") {
-    target = "i64";
+    target = typed && kind == "i" && size == 4 ? DType::i32 : DType::i64;
   } else {
     throw DTypeError("tide.tensor: data of numpy kind '" + kind +
                      "' has no tide dtype (f32, f64, i32, i64); pass numbers");
   }
-  static const std::pair<const char*, const char*> kNames[] = {
-      {"f32", "float32"}, {"float32", "float32"}, {"f64", "float64"}, {"float64", "float64"},
-      {"i32", "int32"},   {"int32", "int32"},     {"i64", "int64"},   {"int64", "int64"}};
-  const char* np_name = nullptr;
-  for (const auto& [tide_name, numpy_name] : kNames)
-    if (target == tide_name) np_name = numpy_name;
-  if (!np_name) throw DTypeError("tide.tensor: dtype '" + target + "': expected f32, f64, i32 or i64");
+  check_grad_dtype(requires_grad, target);
+  const char* np_name = target == DType::f32 ? "float32" : target == DType::f64 ? "float64"
+                        : target == DType::i32 ? "int32" : "int64";
   array = array.attr("astype")(np_name, py::arg("order") = "C", py::arg("copy") = false);  // 0-d stays 0-d
   return py::module_::import("tide").attr("from_numpy")(array, device, requires_grad).cast<Tensor>();
 }
@@ -135,9 +134,9 @@ void bind_tensor_math(py::module_& m) {
       .def("mean", &mean_of, py::arg("dim") = none, py::arg("keepdim") = false,
            "the mean of every element, or along dim (kept with extent 1 when keepdim)")
       .def("max", &max_of, py::arg("dim") = none, py::arg("keepdim") = false,
-           "the largest element; along dim, (values, indices) as torch's (indices in i32)")
-      .def("argmax", [](const Tensor& t, int dim) { return argmax(t, axis_of(t, dim), here()); }, py::arg("dim"),
-           "the index of the largest element along dim (i32)")
+           "the largest element; along dim, (values, indices) as torch's (indices in i64)")
+      .def("argmax", [](const Tensor& t, int dim) { return argmax(t, axis_of(t, dim), DType::i64, here()); },
+           py::arg("dim"), "the index of the largest element along dim (i64, as torch's)")
       .def("exp", [](const Tensor& t) { return exp(t, here()); })
       .def("log", [](const Tensor& t) { return log(t, here()); })
       .def("neg", [](const Tensor& t) { return neg(t, here()); })
@@ -200,7 +199,7 @@ void bind_tensor_math(py::module_& m) {
         if (steps < 0) throw ValueError("linspace: steps must be >= 0, got " + std::to_string(steps));
         py::module_ np = py::module_::import("numpy");
         py::object values = np.attr("linspace")(start, end, steps);
-        return tensor_of(values, dt, dev, false);
+        return tensor_of(values, std::optional<std::string>(dt), dev, false);
       },
       py::arg("start"), py::arg("end"), py::arg("steps"), py::arg("dtype") = "f32", py::arg("device") = "cpu:0",
       "steps values from start to end, both included, evenly spaced (numpy's linspace)");
@@ -219,21 +218,27 @@ void bind_tensor_math(py::module_& m) {
   m.def(
       "zeros_like",
       [](const Tensor& t, std::optional<std::string> dt, std::optional<std::string> dev, bool rg) {
-        return zeros(t.shape(), like(t, dt, dev), here()).set_requires_grad(rg);
+        const TensorOptions o = like(t, dt, dev);
+        check_grad_dtype(rg, o.dtype);
+        return zeros(t.shape(), o, here()).set_requires_grad(rg);
       },
       py::arg("t"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = none,
       py::arg("requires_grad") = false);
   m.def(
       "ones_like",
       [](const Tensor& t, std::optional<std::string> dt, std::optional<std::string> dev, bool rg) {
-        return ones(t.shape(), like(t, dt, dev), here()).set_requires_grad(rg);
+        const TensorOptions o = like(t, dt, dev);
+        check_grad_dtype(rg, o.dtype);
+        return ones(t.shape(), o, here()).set_requires_grad(rg);
       },
       py::arg("t"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = none,
       py::arg("requires_grad") = false);
   m.def(
       "full_like",
       [](const Tensor& t, double v, std::optional<std::string> dt, std::optional<std::string> dev, bool rg) {
-        return full(t.shape(), v, like(t, dt, dev), here()).set_requires_grad(rg);
+        const TensorOptions o = like(t, dt, dev);
+        check_grad_dtype(rg, o.dtype);
+        return full(t.shape(), v, o, here()).set_requires_grad(rg);
       },
       py::arg("t"), py::arg("value"), py::kw_only(), py::arg("dtype") = none, py::arg("device") = none,
       py::arg("requires_grad") = false);

@@ -49,6 +49,17 @@ TEST_P(CatTest, JoinsAlongAnyAxisInEveryDtype) {
   check_cat_of<std::int64_t>();
 }
 
+TEST_P(CatTest, CopiesEveryValueExactly) {
+  // -0 stays -0, NaN stays NaN, infinities stay.
+  const double inf = INFINITY;
+  const Tensor a = from_vector(std::vector<double>{-0.0, 0.0}, {2}), b = from_vector(std::vector<double>{NAN, -inf}, {2});
+  const std::vector<double> c = cat({a, b}).to_vector<double>();
+  EXPECT_TRUE(std::signbit(c[0]) && c[0] == 0.0);
+  EXPECT_FALSE(std::signbit(c[1]));
+  EXPECT_TRUE(std::isnan(c[2]));
+  EXPECT_EQ(c[3], -inf);
+}
+
 TEST_P(CatTest, EmptyInputsAndResults) {
   const Tensor a = ones({2, 3}), none = ones({2, 0});
   EXPECT_EQ(cat({none, a, none}, 1).to_vector<float>(), std::vector<float>(6, 1.0f));

@@ -228,15 +228,17 @@ TEST_P(CudaNnTest, ArgmaxMatchesCpuOnEveryAxis) {
           SCOPED_TRACE("axis " + std::to_string(axis));
           const Tensor got = argmax(ga, axis);
           EXPECT_EQ(got.dtype(), DType::i32);
-          EXPECT_EQ(got.to_vector<std::int32_t>(), argmax(a, axis).to_vector<std::int32_t>());
+          EXPECT_EQ(got.to_vector<std::int64_t>(), argmax(a, axis).to_vector<std::int64_t>());
+          EXPECT_EQ(argmax(ga, axis, DType::i32).to_vector<std::int32_t>(),
+                    argmax(a, axis, DType::i32).to_vector<std::int32_t>());
         }
       });
     }
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor with_nan = from_vector(std::vector<float>{1, nan, 5, nan, 7, 2}, {2, 3});
   for (int axis : {0, 1})
-    EXPECT_EQ(argmax(on_gpu(with_nan), axis).to_vector<std::int32_t>(),
-              argmax(with_nan, axis).to_vector<std::int32_t>());
+    EXPECT_EQ(argmax(on_gpu(with_nan), axis).to_vector<std::int64_t>(),
+              argmax(with_nan, axis).to_vector<std::int64_t>());
 }
 
 /// Forward and backward of y = linear(relu(linear(x, w1, b1)), w2, b2) with

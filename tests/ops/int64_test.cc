@@ -50,7 +50,7 @@ TEST_P(Int64Test, ReductionsProductsAndPrinting) {
   EXPECT_EQ(sum(a).item<std::int64_t>(), kMin + 10);  // wraps around
   EXPECT_EQ(vals(sum(a, 0)), (std::vector<std::int64_t>{kMax - 4, 6, 9}));
   EXPECT_EQ(vals(max(a, 1)), (std::vector<std::int64_t>{kMax, 6}));
-  EXPECT_EQ(argmax(a, 1).to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 2}));
+  EXPECT_EQ(argmax(a, 1).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 2}));
   EXPECT_THROW(mean(a), DTypeError);
   const Tensor m = from_vector(std::vector<std::int64_t>{1LL << 33, 2, 3, 4}, {2, 2});
   // 2^33 * 2^33 = 2^66 wraps to 0.

@@ -168,6 +168,50 @@ TEST_P(MathOpsTest, MaximumMinimumAndClamp) {
   EXPECT_REJECTED(ValueError, clamp(f, {}, {}));
 }
 
+TEST_P(MathOpsTest, IntegersCompareWithTheScalarsRealValue) {
+  for (DType dt : {DType::i32, DType::i64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor a = to_dtype(from_vector(std::vector<double>{-3, -2, 2, 3}, {4}), dt);
+    auto v = [](const Tensor& t) { return t.to_vector<std::int64_t>(); };
+    using V = std::vector<std::int64_t>;
+    EXPECT_EQ(v(gt(a, 2.5)), (V{0, 0, 0, 1}));
+    EXPECT_EQ(v(ge(a, 2.5)), (V{0, 0, 0, 1}));
+    EXPECT_EQ(v(lt(a, 2.5)), (V{1, 1, 1, 0}));
+    EXPECT_EQ(v(le(a, 2.5)), (V{1, 1, 1, 0}));
+    EXPECT_EQ(v(le(a, -2.5)), (V{1, 0, 0, 0}));
+    EXPECT_EQ(v(gt(a, -2.5)), (V{0, 1, 1, 1}));
+    EXPECT_EQ(v(eq(a, 2.5)), (V{0, 0, 0, 0}));
+    EXPECT_EQ(v(ne(a, 2.5)), (V{1, 1, 1, 1}));
+    EXPECT_EQ(v(eq(a, 2.0)), (V{0, 0, 1, 0}));
+    EXPECT_EQ(v(gt(a, 1e300)), (V{0, 0, 0, 0}));  // beyond the dtype: constant
+    EXPECT_EQ(v(lt(a, 1e300)), (V{1, 1, 1, 1}));
+    EXPECT_EQ(v(ge(a, -1e300)), (V{1, 1, 1, 1}));
+    EXPECT_EQ(v(le(a, -1e300)), (V{0, 0, 0, 0}));
+    EXPECT_EQ(v(gt(a, std::nan(""))), (V{0, 0, 0, 0}));
+    EXPECT_EQ(v(ne(a, std::nan(""))), (V{1, 1, 1, 1}));
+    EXPECT_EQ(gt(a, 2.5).dtype(), dt);
+    EXPECT_EQ(v(clamp(a, -2.0, 2.0)), (V{-2, -2, 2, 2}));
+    eng().wait_all();
+    EXPECT_REJECTED(ValueError, clamp(a, 0.5, 2.0));
+    EXPECT_REJECTED(ValueError, maximum(a, 0.5));
+  }
+}
+
+TEST_P(MathOpsTest, PowGradientsAreZeroWhereTheFunctionIsFlat) {
+  // torch's values at the edges: d(0^0)/da = 0, d(a^b)/db = 0 at a = 0,
+  // d(a^0)/da = 0, d(0^a)/da = 0 for a > 0 (not 0 * inf = NaN).
+  Tensor a = from_vector(std::vector<double>{0, 0, 2}, {3}).set_requires_grad();
+  Tensor b = from_vector(std::vector<double>{0, 2, 3}, {3}).set_requires_grad();
+  backward(sum(pow(a, b)));
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{0, 0, 12}));
+  EXPECT_EQ(b.grad().to_vector<double>()[0], 0.0);
+  EXPECT_EQ(b.grad().to_vector<double>()[1], 0.0);
+  EXPECT_NEAR(b.grad().to_vector<double>()[2], 8 * std::log(2.0), 1e-12);
+  Tensor x = from_vector(std::vector<double>{0, 1.5}, {2}).set_requires_grad();
+  backward(sum(pow(x, 0.0)) + sum(rpow(x, 0.0)));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0}));
+}
+
 TEST_P(MathOpsTest, FloatingOnlyOpsRefuseIntegersBeforeAnythingIsQueued) {
   const Tensor i = from_vector(std::vector<std::int32_t>{1, 2}, {2});
   const Tensor l = from_vector(std::vector<std::int64_t>{1, 2}, {2});

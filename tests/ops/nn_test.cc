@@ -341,12 +341,13 @@ TEST_P(NnTest, SoftmaxCrossEntropyIsStableForLargeLogits) {
 
 TEST_P(NnTest, ArgmaxTakesTheFirstMaximumAlongAnyAxis) {
   const Tensor t = from_vector(std::vector<float>{3, 1, 3, 2, 2, 2, -1, 5, 5}, {3, 3});
-  EXPECT_EQ(argmax(t, 1).to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 0, 1}));
-  EXPECT_EQ(argmax(t, -1).to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 0, 1}));
-  EXPECT_EQ(argmax(t, 0).to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 2, 2}));
-  EXPECT_EQ(argmax(t, -2).dtype(), DType::i32);
+  EXPECT_EQ(argmax(t, 1).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0, 1}));
+  EXPECT_EQ(argmax(t, -1, DType::i32).to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 0, 1}));
+  EXPECT_EQ(argmax(t, 0).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 2, 2}));
+  EXPECT_EQ(argmax(t, -2).dtype(), DType::i64);  // torch's
+  EXPECT_EQ(argmax(t, -2, DType::i32).dtype(), DType::i32);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(argmax(from_vector(std::vector<float>{1, nan, 5, nan}), 0).item<std::int32_t>(), 1);
+  EXPECT_EQ(argmax(from_vector(std::vector<float>{1, nan, 5, nan}), 0).item<std::int64_t>(), 1);
 
   // Random small integers (many ties) in every dtype, every axis.
   const Shape shape{3, 4, 5};
@@ -373,9 +374,10 @@ TEST_P(NnTest, ArgmaxTakesTheFirstMaximumAlongAnyAxis) {
               best = static_cast<std::int32_t>(k);
           want.push_back(best);
         }
-      Tensor got = argmax(a, axis);
+      Tensor got = argmax(a, axis, DType::i32);
       EXPECT_EQ(got.shape(), shape.without(ax));
       EXPECT_EQ(got.to_vector<std::int32_t>(), want);
+      EXPECT_EQ(argmax(a, axis).to_vector<std::int32_t>(), want);  // the i64 kernel, same indices
     }
   }
 }
@@ -407,7 +409,7 @@ TEST_P(NnTest, EqAndAccuracy) {
     const float* row = lv.data() + i * c;
     correct += (std::max_element(row, row + c) - row) == yv[at(i)];
   }
-  Tensor acc = sum(eq(argmax(from_vector(lv, {n, c}), 1), from_vector(yv)));
+  Tensor acc = sum(eq(argmax(from_vector(lv, {n, c}), 1, DType::i32), from_vector(yv)));
   EXPECT_EQ(acc.item<std::int32_t>(), correct);
   EXPECT_GT(correct, 0);
 }
@@ -495,6 +497,7 @@ TEST_P(NnTest, BadInputThrowsAndEnqueuesNothing) {
   EXPECT_REJECTED(ShapeError, argmax(scalar, 0));
   EXPECT_REJECTED(ValueError, argmax(empty_axis, 1));
   EXPECT_REJECTED(UndefinedTensorError, argmax(undefined, 0));
+  EXPECT_REJECTED(DTypeError, argmax(x, 0, DType::f32));
   EXPECT_REJECTED(ShapeError, eq(x, w));
   EXPECT_REJECTED(DTypeError, eq(x, xd));
   EXPECT_REJECTED(DeviceError, eq(w, w_other));

@@ -92,11 +92,20 @@ def test_tensor_and_like_creators():
     assert tide.tensor([1, 2]).dtype == "i64"
     assert tide.tensor(3.0).shape == ()
     assert tide.tensor([[1, 2]], dtype="f64").dtype == "f64"
-    assert tide.tensor(np.arange(3, dtype=np.int32)).dtype == "i64"
+    assert tide.tensor(np.arange(3, dtype=np.int32)).dtype == "i32"  # an array keeps its dtype
+    assert tide.tensor(np.zeros(2)).dtype == "f64" and tide.tensor([np.float64(1.5)]).dtype == "f32"
     assert tide.tensor([1, 2], requires_grad=False).requires_grad is False
     assert tide.tensor([1.0], requires_grad=True).requires_grad
     with pytest.raises(tide.DTypeError, match="no tide dtype"):
         tide.tensor([True, False])
+    ints = tide.ones([2], dtype="i32")
+    before = tide.runtime().stats().ops_pushed
+    for make in (lambda: tide.tensor([1, 2], requires_grad=True), lambda: tide.zeros_like(ints, requires_grad=True),
+                 lambda: tide.zeros([2], dtype="i64", requires_grad=True),
+                 lambda: tide.from_numpy(np.arange(2), requires_grad=True)):
+        with pytest.raises(tide.DTypeError, match="only floating tensors"):
+            make()
+    assert tide.runtime().stats().ops_pushed == before  # refused before anything was made
     with pytest.raises(tide.DTypeError, match="expected f32"):
         tide.tensor([1.0], dtype="f16")
     t = tide.tensor([[1.0, 2.0]], dtype="f64")

@@ -1,4 +1,5 @@
 // Backward formulas of the elementwise ops and copy_to.
+#include <tide/ops/creation.h>
 #include <tide/ops/elementwise.h>
 
 #include <cmath>
@@ -47,14 +48,19 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
       }, {xb, xo});
     }
     case Binary::pow: {
-      // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log a.
+      // d(a^b)/da = b a^(b-1), 0 where b = 0 (a^0 is constant, even at
+      // a = 0: the exponent -1 becomes 0 there); d(a^b)/db = a^b log a, 0 at
+      // a = 0 (log 0 becomes log 1), as torch's.
       const SavedTensor xa(a), xb(b);
       const SavedTensor xo = needs(b) ? SavedTensor(out) : SavedTensor();
       return (void)record("pow", loc, out, {&a, &b}, [sa, sb, xa, xb, xo](const Tensor& g, const Node& n, Loc l) {
         Grads r(2);
         const Tensor av = xa.get(n), bv = xb.get(n);
-        if (n.needs_grad(0)) r[0] = sum_to(mul(g, mul(bv, pow(av, sub(bv, 1.0, l), l), l), l), sa, l);
-        if (n.needs_grad(1)) r[1] = sum_to(mul(g, mul(xo.get(n), log(av, l), l), l), sb, l);
+        if (n.needs_grad(0)) {
+          const Tensor e = add(sub(bv, 1.0, l), eq(bv, 0.0, l), l);
+          r[0] = sum_to(mul(g, mul(bv, pow(av, e, l), l), l), sa, l);
+        }
+        if (n.needs_grad(1)) r[1] = sum_to(mul(g, mul(xo.get(n), log(add(av, eq(av, 0.0, l), l), l), l), l), sb, l);
         return r;
       }, {xa, xb, xo});
     }
@@ -97,20 +103,24 @@ void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
       }, {xa, xo});
     }
     case Scalar::pow: {
-      // d(a^s)/da = s a^(s-1); a^1 is a itself, a^0 a constant.
+      // d(a^s)/da = s a^(s-1); a^0 is a constant (0, even at a = 0).
       const SavedTensor xa(a);
       return (void)record("pow", loc, out, {&a}, [xa, s](const Tensor& g, const Node& n, Loc l) {
         const Tensor av = xa.get(n);
+        if (s == 0.0) return Grads{zeros(av.shape(), {av.dtype(), av.device()}, l)};
         if (s == 2.0) return Grads{mul(g, mul(av, 2.0, l), l)};
         return Grads{mul(g, mul(pow(av, s - 1.0, l), s, l), l)};
       }, {xa});
     }
     case Scalar::rpow: {
-      // d(s^a)/da = s^a log s.
+      // d(s^a)/da = s^a log s; 0 for s = 0 (0^a is constant where it is
+      // finite), as torch's.
       const SavedTensor xo(out);
       const double log_s = std::log(s);
-      return (void)record("rpow", loc, out, {&a}, [xo, log_s](const Tensor& g, const Node& n, Loc l) {
-        return Grads{mul(mul(g, xo.get(n), l), log_s, l)};
+      return (void)record("rpow", loc, out, {&a}, [xo, log_s, s](const Tensor& g, const Node& n, Loc l) {
+        const Tensor y = xo.get(n);
+        if (s == 0.0) return Grads{zeros(y.shape(), {y.dtype(), y.device()}, l)};
+        return Grads{mul(mul(g, y, l), log_s, l)};
       }, {xo});
     }
     case Scalar::maximum:

@@ -48,11 +48,14 @@ void softmax_cross_entropy_backward(void*, DType dtype, const void* probs, const
   });
 }
 
-void argmax(void*, DType dtype, const void* in, std::int32_t* out, std::int64_t outer, std::int64_t len,
+void argmax(void*, DType dtype, const void* in, DType index, void* out, std::int64_t outer, std::int64_t len,
             std::int64_t inner) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    cpu_kernels::argmax(static_cast<const T*>(in), out, outer, len, inner);
+    if (index == DType::i32)
+      cpu_kernels::argmax(static_cast<const T*>(in), static_cast<std::int32_t*>(out), outer, len, inner);
+    else
+      cpu_kernels::argmax(static_cast<const T*>(in), static_cast<std::int64_t*>(out), outer, len, inner);
   });
 }
 

@@ -101,8 +101,8 @@ void softmax_cross_entropy_backward(const T* probs, const std::int32_t* labels, 
 
 /// out[o, j] = the first k maximising in[o, k, j] (a NaN beats any number,
 /// and the first NaN wins). len >= 1.
-template <typename T>
-void argmax(const T* in, std::int32_t* out, std::int64_t outer, std::int64_t len, std::int64_t inner) {
+template <typename T, typename I>
+void argmax(const T* in, I* out, std::int64_t outer, std::int64_t len, std::int64_t inner) {
   for (std::int64_t o = 0; o < outer; ++o) {
     const T* block = in + o * len * inner;
     for (std::int64_t j = 0; j < inner; ++j) {
@@ -117,7 +117,7 @@ void argmax(const T* in, std::int32_t* out, std::int64_t outer, std::int64_t len
           best_k = k;
         }
       }
-      out[o * inner + j] = static_cast<std::int32_t>(best_k);
+      out[o * inner + j] = static_cast<I>(best_k);
     }
   }
 }

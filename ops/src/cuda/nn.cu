@@ -143,9 +143,8 @@ struct AsyncBuffer {
 // ---------------------------------------------------------------------------
 // Argmax.
 
-template <typename T>
-__global__ void argmax_kernel(const T* in, std::int32_t* out, std::int64_t outer, std::int64_t len,
-                              std::int64_t inner) {
+template <typename T, typename I>
+__global__ void argmax_kernel(const T* in, I* out, std::int64_t outer, std::int64_t len, std::int64_t inner) {
   for (std::int64_t i = first_index(); i < outer * inner; i += grid_stride()) {
     const std::int64_t o = i / inner, j = i % inner;
     const T* block = in + o * len * inner;
@@ -160,7 +159,7 @@ __global__ void argmax_kernel(const T* in, std::int32_t* out, std::int64_t outer
         best_k = k;
       }
     }
-    out[i] = static_cast<std::int32_t>(best_k);
+    out[i] = static_cast<I>(best_k);
   }
 }
 
@@ -272,14 +271,19 @@ void softmax_cross_entropy_backward(void* stream, DType dtype, const void* probs
   });
 }
 
-void argmax(void* stream, DType dtype, const void* in, std::int32_t* out, std::int64_t outer,
+void argmax(void* stream, DType dtype, const void* in, DType index, void* out, std::int64_t outer,
             std::int64_t len, std::int64_t inner) {
   const std::int64_t n = outer * inner;
   if (n == 0) return;
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    argmax_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(in), out, outer, len, inner);
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (index == DType::i32)
+      argmax_kernel<<<blocks_for(n), kBlock, 0, s>>>(static_cast<const T*>(in), static_cast<std::int32_t*>(out),
+                                                      outer, len, inner);
+    else
+      argmax_kernel<<<blocks_for(n), kBlock, 0, s>>>(static_cast<const T*>(in), static_cast<std::int64_t*>(out),
+                                                      outer, len, inner);
     TIDE_CUDA_LAUNCH_CHECK();
   });
 }

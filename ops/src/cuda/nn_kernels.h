@@ -48,8 +48,9 @@ void softmax_cross_entropy_backward(void* stream, DType dtype, const void* probs
                                     std::int64_t classes);
 
 /// out[o, j] = the first k maximising in[o, k, j] (the first NaN, if any),
-/// any dtype; one thread per output, scanning k in order like the CPU.
-void argmax(void* stream, DType dtype, const void* in, std::int32_t* out, std::int64_t outer,
+/// any dtype, indices in `index` (i32 or i64); one thread per output,
+/// scanning k in order like the CPU.
+void argmax(void* stream, DType dtype, const void* in, DType index, void* out, std::int64_t outer,
             std::int64_t len, std::int64_t inner);
 
 /// SGD as the CPU's sgd_step, in place; every double operation is rounded

@@ -102,10 +102,12 @@ Tensor log_softmax(const Tensor& a, int axis, Loc loc = Loc::current());
 // ---------------------------------------------------------------------------
 // Metrics: accuracy = sum(eq(argmax(logits, 1), labels)).
 
-/// The index (i32) of the largest element along `axis` (that axis removed; a
-/// negative axis counts from the end); the first one on ties, and the first
-/// NaN if there is one (as max() lets a NaN win). Any dtype; the axis must
-/// have at least one element (ValueError otherwise).
-Tensor argmax(const Tensor& a, int axis, Loc loc = Loc::current());
+/// The index of the largest element along `axis` (that axis removed; a
+/// negative axis counts from the end), in `index` dtype: i64 by default, as
+/// torch's, or i32 (which compares with i32 labels without a conversion);
+/// the first one on ties, and the first NaN if there is one (as max() lets
+/// a NaN win). Any dtype; the axis must have at least one element
+/// (ValueError otherwise).
+Tensor argmax(const Tensor& a, int axis, DType index = DType::i64, Loc loc = Loc::current());
 
 }  // namespace tide
