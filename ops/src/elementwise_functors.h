@@ -218,10 +218,16 @@ struct SmoothFn {
   template <typename T>
   TIDE_HOST_DEVICE T operator()(T x) const {
 #ifdef __CUDA_ARCH__
-    constexpr bool kF = std::is_same_v<T, float>;
-    if constexpr (Fn == Smooth::sqrt) return kF ? sqrtf(x) : ::sqrt(x);
-    else if constexpr (Fn == Smooth::tanh) return kF ? tanhf(x) : ::tanh(x);
-    else return T(1) / (T(1) + (kF ? expf(-x) : ::exp(-x)));
+    // Each in T's own precision, as on the host (no detour through double).
+    if constexpr (std::is_same_v<T, float>) {
+      if constexpr (Fn == Smooth::sqrt) return sqrtf(x);
+      else if constexpr (Fn == Smooth::tanh) return tanhf(x);
+      else return 1.0f / (1.0f + expf(-x));
+    } else {
+      if constexpr (Fn == Smooth::sqrt) return ::sqrt(x);
+      else if constexpr (Fn == Smooth::tanh) return ::tanh(x);
+      else return 1.0 / (1.0 + ::exp(-x));
+    }
 #else
     if constexpr (Fn == Smooth::sqrt) return std::sqrt(x);
     else if constexpr (Fn == Smooth::tanh) return std::tanh(x);
@@ -241,7 +247,8 @@ struct Abs {
   TIDE_HOST_DEVICE T operator()(T x) const {
     if constexpr (kIsInt<T>) return x < T(0) ? wrap<T>(std::make_unsigned_t<T>(0) - bits(x)) : x;
 #ifdef __CUDA_ARCH__
-    else return std::is_same_v<T, float> ? fabsf(x) : ::fabs(x);
+    else if constexpr (std::is_same_v<T, float>) return fabsf(x);
+    else return ::fabs(x);
 #else
     else return std::fabs(x);
 #endif
