@@ -187,18 +187,11 @@ template <BinaryOp Op>
 template <BinaryOp Op>
 Tensor compare_scalar(const char* name, const Tensor& a, double s, Loc loc) {
   engine_for(name, a);
-  if (is_floating(a.dtype()) || (std::trunc(s) == s && [&] {
-        try {
-          check_scalar_fits(name, s, a.dtype());
-          return true;
-        } catch (const ValueError&) {
-          return false;
-        }
-      }()))
-    return with_scalar<Op, false>(name, a, s, loc);
+  // An integer dtype holds [lo, hi) (both exact in a double).
+  const double lo = a.dtype() == DType::i64 ? -9223372036854775808.0 : -2147483648.0, hi = -lo;
+  if (is_floating(a.dtype()) || (std::trunc(s) == s && s >= lo && s < hi)) return with_scalar<Op, false>(name, a, s, loc);
   // Integer a, s fractional, NaN or out of range: the threshold t among
   // the integers, or a constant.
-  const double lo = a.dtype() == DType::i64 ? -9223372036854775808.0 : -2147483648.0, hi = -lo;  // [lo, hi)
   const TensorOptions o{a.dtype(), a.device()};
   auto constant = [&](bool v) { return full(a.shape(), v ? 1.0 : 0.0, o, loc); };
   if (std::isnan(s) || Op == BinaryOp::eq || Op == BinaryOp::ne) return constant(Op == BinaryOp::ne);
