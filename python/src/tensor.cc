@@ -291,6 +291,10 @@ void set_item(Tensor& t, const py::object& key, const py::object& value) {
     throw ShapeError("tide: t[key] = value: a value of shape " + vs.str() + " does not broadcast to t[key]'s shape " +
                      m.shape.str());
   if (m.shape.numel() == 0) return;
+  if (GradMode::enabled() && (t.requires_grad() || (py::isinstance<Tensor>(value) &&
+                                                     value.cast<const Tensor&>().requires_grad())))
+    throw UsageError("t[key] = value: an in-place write cannot be recorded for autograd, and a tensor involved "
+                     "requires a gradient. Run it with grad mode off (tide.no_grad()), as an optimizer step does");
   if (!picks_one_run(m))
     throw py::index_error("tide: assignment to t[" + py::repr(key).cast<std::string>() +
                           "] needs the elements picked to be one run in order (a row, a leading slice, "

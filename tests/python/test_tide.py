@@ -597,7 +597,16 @@ def test_rows_and_leading_slices_are_views_and_take_assignment():
     big[1] = 2**60 + 1
     assert big.numpy().tolist() == [0, 2**60 + 1, 0]
     # Bad input pushes nothing.
+    leaf = tide.zeros([2], requires_grad=True)
+    with pytest.raises(tide.UsageError, match="in-place"):
+        leaf[0] = 5.0
+    with pytest.raises(tide.UsageError, match="in-place"):
+        t[0] = leaf[0]
+    with tide.no_grad():
+        leaf[1] = 5.0
+    assert leaf.tolist() == [0.0, 5.0]
     cases = [((slice(None), 1), 0.0, IndexError), (0, tide.ones([2, 4]), tide.ShapeError),
+             (0, leaf[0], tide.UsageError), (0, 1.0 + 0 * leaf.sum(), tide.UsageError),
              (0, tide.ones([4], dtype="f64"), tide.DTypeError), (0, "a", TypeError),
              (slice(0, 0), "a", TypeError), (7, 0.0, IndexError)]
     before = RT.stats().ops_pushed
