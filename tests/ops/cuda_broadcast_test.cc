@@ -62,7 +62,7 @@ TEST_P(CudaBroadcastTest, LargeResultsMatchCpu) {
   GpuEngine eng(GetParam());
   // 2^24 + ... elements: more than one grid of the capped launch.
   expect_pair_matches_cpu<float>({4099, 4097}, {4097});
-  expect_pair_matches_cpu<double>({4099, 1, 4097}, {4099, 1});
+  expect_pair_matches_cpu<double>({4099, 1, 4097}, {4099, 1, 1});
   expect_pair_matches_cpu<std::int32_t>({3, 4099, 1367}, {3, 1, 1367});
 }
 
