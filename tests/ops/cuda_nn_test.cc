@@ -241,6 +241,46 @@ TEST_P(CudaNnTest, ArgmaxMatchesCpuOnEveryAxis) {
               argmax(with_nan, axis).to_vector<std::int64_t>());
 }
 
+TEST_P(CudaNnTest, ArgmaxOfLongRowsMatchesCpu) {
+  TIDE_REQUIRE_GPU();
+  start_engine();
+  // Rows long enough for a block per row, at lengths around the block's
+  // 256 threads: distinct values, ties of small integers (the first max
+  // wins), NaNs early, late and twice in a row (the first NaN wins), -inf
+  // everywhere but one element, and a row of equal values.
+  for (std::int64_t len : {64, 255, 256, 257, 3001}) {
+    SCOPED_TRACE("len " + std::to_string(len));
+    const std::int64_t rows = 7;
+    std::vector<float> v(idx(rows * len));
+    std::mt19937 gen(static_cast<unsigned>(len));
+    for (std::int64_t k = 0; k < len; ++k) {
+      v[idx(k)] = static_cast<float>(k) - 0.5f * static_cast<float>(len);  // distinct, max at the end
+      v[idx(len + k)] = static_cast<float>(gen() % 4);                     // ties
+      v[idx(2 * len + k)] = static_cast<float>(gen() % 100);
+      v[idx(3 * len + k)] = static_cast<float>(gen() % 100);
+      v[idx(4 * len + k)] = -std::numeric_limits<float>::infinity();
+      v[idx(5 * len + k)] = 2.0f;
+      v[idx(6 * len + k)] = static_cast<float>(len - k);                   // max first
+    }
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    v[idx(2 * len + len / 3)] = nan;
+    v[idx(2 * len + len - 1)] = nan;
+    v[idx(3 * len + len - 1)] = nan;
+    v[idx(4 * len + len / 2)] = -1.0f;
+    const Tensor a = from_vector(v, {rows, len});
+    EXPECT_EQ(argmax(on_gpu(a), 1).to_vector<std::int64_t>(), argmax(a, 1).to_vector<std::int64_t>());
+    // The other dtypes without NaN and infinity: -1e9 in place of -inf, 0 of NaN.
+    std::vector<double> w(v.begin(), v.end());
+    for (double& x : w) x = std::isnan(x) ? 0.0 : std::isinf(x) ? -1e9 : x;
+    for (DType dt : {DType::f64, DType::i32, DType::i64}) {
+      SCOPED_TRACE(dtype_name(dt));
+      const Tensor b = to_dtype(from_vector(w, {rows, len}), dt);
+      EXPECT_EQ(argmax(on_gpu(b), 1, DType::i32).to_vector<std::int32_t>(),
+                argmax(b, 1, DType::i32).to_vector<std::int32_t>());
+    }
+  }
+}
+
 /// Forward and backward of y = linear(relu(linear(x, w1, b1)), w2, b2) with
 /// softmax cross-entropy, as a trainer pushes them, on the tensors' device.
 struct MlpGrads {

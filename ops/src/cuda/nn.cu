@@ -141,8 +141,11 @@ struct AsyncBuffer {
 };
 
 // ---------------------------------------------------------------------------
-// Argmax.
+// Argmax. Both kernels give what the CPU's scan in order gives: the first NaN
+// if the line has one, else the first index of its largest value.
 
+/// Strided lines (inner > 1, or short rows): a thread per line, scanning it
+/// in order; neighbouring threads read neighbouring addresses when inner > 1.
 template <typename T, typename I>
 __global__ void argmax_kernel(const T* in, I* out, std::int64_t outer, std::int64_t len, std::int64_t inner) {
   for (std::int64_t i = first_index(); i < outer * inner; i += grid_stride()) {
@@ -160,6 +163,60 @@ __global__ void argmax_kernel(const T* in, I* out, std::int64_t outer, std::int6
       }
     }
     out[i] = static_cast<I>(best_k);
+  }
+}
+
+/// A candidate for a row's argmax: a value and its index.
+template <typename T>
+struct Candidate {
+  T v;
+  std::int64_t k;
+};
+
+/// The winner of two candidates from disjoint parts of a line: a NaN before
+/// any number (the earlier of two NaNs), else the larger value, else the
+/// earlier index. Taken over any split of a line, in any order of pairing,
+/// that is the scan's answer.
+template <typename T>
+__device__ __forceinline__ Candidate<T> better_of(Candidate<T> a, Candidate<T> b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const bool an = isnan(a.v), bn = isnan(b.v);
+    if (an || bn) return an && (!bn || a.k < b.k) ? a : b;
+  }
+  if (a.v != b.v) return a.v > b.v ? a : b;
+  return a.k < b.k ? a : b;
+}
+
+// Rows at least this long get a block each (argmax_rows_kernel).
+constexpr std::int64_t kArgmaxRowMin = 64;
+
+/// Contiguous rows (inner == 1): a block per row, its threads striding over
+/// the row (each warp reads consecutive addresses), then a tree over the
+/// threads' candidates in shared memory. A thread with no element holds the
+/// lowest value at index INT64_MAX, which every element of the row beats or
+/// ties with an earlier index.
+template <typename T, typename I>
+__global__ void argmax_rows_kernel(const T* in, I* out, std::int64_t rows, std::int64_t len) {
+  __shared__ T best_v[kBlock];
+  __shared__ std::int64_t best_k[kBlock];
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* p = in + row * len;
+    Candidate<T> c{std::numeric_limits<T>::lowest(), std::numeric_limits<std::int64_t>::max()};
+    for (std::int64_t k = threadIdx.x; k < len; k += blockDim.x) c = better_of(c, Candidate<T>{p[k], k});
+    best_v[threadIdx.x] = c.v;
+    best_k[threadIdx.x] = c.k;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) {
+        const Candidate<T> w = better_of(Candidate<T>{best_v[threadIdx.x], best_k[threadIdx.x]},
+                                         Candidate<T>{best_v[threadIdx.x + s], best_k[threadIdx.x + s]});
+        best_v[threadIdx.x] = w.v;
+        best_k[threadIdx.x] = w.k;
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[row] = static_cast<I>(best_k[0]);
+    __syncthreads();  // the next row refills the buffers only after thread 0 has read them
   }
 }
 
@@ -278,12 +335,15 @@ void argmax(void* stream, DType dtype, const void* in, DType index, void* out, s
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     const auto s = static_cast<cudaStream_t>(stream);
-    if (index == DType::i32)
-      argmax_kernel<<<blocks_for(n), kBlock, 0, s>>>(static_cast<const T*>(in), static_cast<std::int32_t*>(out),
-                                                      outer, len, inner);
-    else
-      argmax_kernel<<<blocks_for(n), kBlock, 0, s>>>(static_cast<const T*>(in), static_cast<std::int64_t*>(out),
-                                                      outer, len, inner);
+    const auto* x = static_cast<const T*>(in);
+    auto launch = [&](auto* o) {
+      if (inner == 1 && len >= kArgmaxRowMin)
+        argmax_rows_kernel<<<static_cast<unsigned>(std::min(outer, kMaxBlocks)), kBlock, 0, s>>>(x, o, outer, len);
+      else
+        argmax_kernel<<<blocks_for(n), kBlock, 0, s>>>(x, o, outer, len, inner);
+    };
+    if (index == DType::i32) launch(static_cast<std::int32_t*>(out));
+    else launch(static_cast<std::int64_t*>(out));
     TIDE_CUDA_LAUNCH_CHECK();
   });
 }
