@@ -135,6 +135,7 @@ have_torch=0
 python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
 step async_basics_cuda 180 "$ex/async_basics" --device cuda:0 --json "$res/async_basics_cuda.json"
 step bench_launch 180 "$ex/bench_launch" --device cuda:0 --json "$res/bench_launch.json"
+step bench_kernels 120 "$ex/bench_kernels" --device cuda:0 --json "$res/bench_kernels.json"
 step train_cuda 180 "$ex/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
   --json "$res/train_cuda.json" || status=1
 step train_cuda_traced 180 "$ex/train_data_parallel" --device cuda --max-steps 200 --trace "$res/trace_cuda" \
@@ -145,6 +146,7 @@ step train_cuda_np2 240 "$root/launch/tiderun" --local -np 2 "$ex/train_data_par
 if [ "$have_torch" -eq 1 ]; then
   step torch_async_basics 180 python3 "$root/examples/peers/torch_async_basics.py" --device cuda:0 \
     --json "$res/torch_async_basics.json"
+  step torch_kernels 120 python3 "$root/examples/peers/torch_kernels.py" --device cuda:0 --json "$res/torch_kernels.json"
   step torch_train_mlp 180 python3 "$root/examples/peers/torch_train_mlp.py" --device cuda:0 --steps 600 \
     --json "$res/torch_train_mlp.json"
   step torch_ddp_cuda_np2 240 python3 "$root/examples/peers/torch_ddp_mlp.py" --device cuda --ranks 2 --steps 600 \
