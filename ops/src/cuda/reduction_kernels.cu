@@ -6,7 +6,8 @@
 // its threads striding over the chunk and then a shared-memory tree; for
 // strided columns a thread per (output, chunk) walking its chunk in order,
 // which keeps neighbouring threads on neighbouring addresses. Pass 2 (only
-// when chunks > 1) adds each output's partials in chunk order. No atomics,
+// when chunks > 1) adds each output's partials: in chunk order by a thread,
+// or, for an output of many side-by-side chunks, by a block in a fixed tree. No atomics,
 // and nothing depends on the grid size, so reruns give identical bits.
 #include "reduction_kernels.h"
 
@@ -111,7 +112,35 @@ __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t
   }
 }
 
+/// Pass 2 for outputs of many chunks whose partials lie side by side
+/// (inner == 1): a block per output, its threads striding over the
+/// partials, then the same shared-memory tree as rows_kernel. One thread
+/// adding a thousand partials in turn took most of a whole-tensor sum.
+template <typename T, Mode M>
+__global__ void finalize_rows_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outputs,
+                                     std::int64_t chunks, std::int64_t len) {
+  using Op = OpOf<T, M>;
+  using Acc = AccOf<T, M>;
+  __shared__ Acc buf[kThreads];
+  for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    const Acc* p = partial + o * chunks;
+    Acc acc = Op::identity();
+    for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) acc = Op::combine(acc, p[c]);
+    buf[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) buf[threadIdx.x] = Op::combine(buf[threadIdx.x], buf[threadIdx.x + s]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[o] = finish<T, M>(buf[0], len);
+    __syncthreads();  // buf is refilled for the next output only after thread 0 has read it
+  }
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Pass 2 gives an output a block rather than a thread from this many chunks.
+constexpr std::int64_t kBlockFinalizeChunks = 64;
 
 // Rows at least this long get a block per chunk; shorter ones a thread.
 constexpr std::int64_t kRowMin = 256;
@@ -122,7 +151,7 @@ constexpr std::int64_t kRowChunk = 16 * kThreads;
 constexpr std::int64_t kColThreads = std::int64_t{1} << 18;
 // ...but no chunk is shorter than this.
 constexpr std::int64_t kColMinChunk = 32;
-// Bounds pass 2's sequential loop and the scratch size.
+// Bounds pass 2's work per output (a thread's loop, or a block's) and the scratch size.
 constexpr std::int64_t kMaxChunks = 1024;
 
 /// Frees the partials on the stream if the launches between throw.
@@ -168,8 +197,12 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   }
   TIDE_CUDA_LAUNCH_CHECK();
   if (chunks > 1) {
-    finalize_kernel<T, M><<<grid_for(outputs), kThreads, 0, stream>>>(partial, out, outer, chunks,
-                                                                      inner, len);
+    if (inner == 1 && chunks >= kBlockFinalizeChunks)
+      finalize_rows_kernel<T, M><<<static_cast<unsigned>(std::min(outputs, kMaxBlocks)), kThreads, 0, stream>>>(
+          partial, out, outputs, chunks, len);
+    else
+      finalize_kernel<T, M><<<grid_for(outputs), kThreads, 0, stream>>>(partial, out, outer, chunks,
+                                                                        inner, len);
     TIDE_CUDA_LAUNCH_CHECK();
     scratch.release();
   }
