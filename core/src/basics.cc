@@ -123,6 +123,7 @@ std::string SyncPolicy::str() const {
      << ", queued host bytes " << cap(max_queued_host_bytes)
      << ", streaming host bytes " << cap(max_streaming_host_bytes) << " (ops writing at most "
      << streaming_op_bytes << ")"
+     << ", inline ops up to " << inline_op_bytes << " bytes"
      << ", low water " << low_water;
   return os.str();
 }

@@ -81,8 +81,20 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
     pushed_bytes_ += op->bytes;
     if (s.on_host()) pushed_host_bytes_ += op->bytes;
     pushed_streaming_bytes_ += op->streaming_bytes;
-    s.enqueue(op);
+    if (runs_here(*op, s)) s.run_here(op);
+    else s.enqueue(op);
     if (++pushes_since_sample_ == kSampleEvery) sample_queue();
+  }
+
+  /// Whether `op` runs at once on this thread (SyncPolicy::inline_op_bytes):
+  /// a small memory-bound op on an idle CPU stream, with nothing to wait for.
+  bool runs_here(const QueuedOp& op, const Stream& s) const {
+    const OpDesc& d = op.desc;
+    if (!d.memory_bound || !policy_.inline_op_bytes || op.nwaits || !s.on_host()) return false;
+    std::uint64_t total = 0;
+    for (int i = 0; i < d.reads.size(); ++i) total += d.reads[i]->nbytes();
+    for (int i = 0; i < d.writes.size(); ++i) total += d.writes[i]->nbytes();
+    return total <= policy_.inline_op_bytes && s.idle_before(op.seq);
   }
 
   void add_wait(QueuedOp& op, const Stream& self, StreamPoint p) {

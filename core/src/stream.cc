@@ -59,6 +59,26 @@ void Stream::enqueue(QueuedOp* op) {
   queue_.push(op);
 }
 
+void Stream::run_here(QueuedOp* op) {
+  TIDE_INTERNAL_ASSERT(!lane_ && op->nwaits == 0 && idle_before(op->seq), "an op run here must be next on an idle CPU stream");
+  if (op->bytes) pushed_bytes_.store(pushed_bytes() + op->bytes, std::memory_order_relaxed);
+  if (op->streaming_bytes)
+    pushed_streaming_bytes_.store(pushed_streaming_bytes() + op->streaming_bytes, std::memory_order_relaxed);
+  hooks_.run(*op, index_, nullptr, nullptr);
+  const std::uint64_t bytes = op->bytes;
+  if (op->bytes)
+    completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes, std::memory_order_seq_cst);
+  if (op->streaming_bytes)
+    completed_streaming_bytes_.store(
+        completed_streaming_bytes_.load(std::memory_order_relaxed) + op->streaming_bytes, std::memory_order_seq_cst);
+  complete(op->seq);
+  hooks_.completed(bytes);
+  // Recycled at once: this is the thread that reclaims.
+  op->clear();
+  if (free_.size() < kMaxFree) free_.push_back(op);
+  else delete op;
+}
+
 void Stream::wait_until(std::uint64_t seq) {
   if (reached(seq)) return;
   // A short spin catches ops that are about to finish without a sleep and a

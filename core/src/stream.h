@@ -106,6 +106,13 @@ class Stream {
     return s;
   }
   void enqueue(QueuedOp* op);
+  /// Whether nothing pushed before the op of sequence number `seq` is
+  /// queued or running: every earlier op has completed.
+  bool idle_before(std::uint64_t seq) const { return completed() + 1 == seq; }
+  /// Runs `op` here, on the frontend thread, as the worker would (a CPU
+  /// stream, idle_before(op->seq), no waits), and recycles it. The worker
+  /// is idle meanwhile: it takes the next op only from the queue.
+  void run_here(QueuedOp* op);
   /// Shutdown, in two phases for all streams of an engine: stop() every
   /// stream (ops queued before it still run), then join() every stream. A
   /// worker may wait on another stream's counters until its last op has run,

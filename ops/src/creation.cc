@@ -26,7 +26,7 @@ Tensor fill(const char* name, const Shape& shape, double value, const TensorOpti
   return push_new(
       e, name, shape, dt, o.device, {},
       [fn, dt, n, value](const OpContext& ctx) { fn(dt, ctx.out<void>(0), n, value, ctx.native_stream); },
-      loc);
+      loc, -1, true);
 }
 
 // Random numbers. Element j = offset + i of a call is lane j % 4 of the
@@ -96,7 +96,7 @@ Tensor arange(double start, double stop, double step, TensorOptions o, Loc loc) 
       [fn, dt, n, start, step](const OpContext& ctx) {
         fn(dt, ctx.out<void>(0), n, start, step, ctx.native_stream);
       },
-      loc);
+      loc, -1, true);
 }
 
 Tensor rand(const Shape& shape, TensorOptions o, RandomOptions r, Loc loc) {
@@ -127,7 +127,7 @@ Tensor push_from_host(Engine& e, std::shared_ptr<const std::vector<T>> copy, con
       [fn, copy](const OpContext& ctx) {
         fn(ctx.out<void>(0), copy->data(), copy->size() * sizeof(T), ctx.native_stream);
       },
-      loc);
+      loc, -1, true);
 }
 
 }  // namespace

@@ -36,9 +36,9 @@ template <bool InPlace, typename Kernel>
 [[gnu::always_inline]] inline auto push_like(Engine& e, const char* name, const Tensor& a, const Shape& shape,
                                              StorageList reads, Kernel kernel, Loc loc) {
   if constexpr (InPlace)
-    push_into(e, name, a.device(), std::move(reads), {a.storage()}, std::move(kernel), loc);
+    push_into(e, name, a.device(), std::move(reads), {a.storage()}, std::move(kernel), loc, true);
   else
-    return push_new(e, name, shape, a.dtype(), a.device(), std::move(reads), std::move(kernel), loc);
+    return push_new(e, name, shape, a.dtype(), a.device(), std::move(reads), std::move(kernel), loc, -1, true);
 }
 
 /// a op b flat, the result shaped `out`: one kernel call over n elements.
@@ -357,7 +357,7 @@ void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   push_into(
       e, name, copy_device(to, from), {src.storage()}, {dst.storage()},
       [nbytes, to, from](const OpContext& ctx) { copy_bytes(ctx, to, ctx.out<char>(0), from, ctx.in<char>(0), nbytes); },
-      loc);
+      loc, true);
 }
 
 Tensor to_dtype(const Tensor& a, DType dtype, Loc loc) {
@@ -372,7 +372,7 @@ Tensor to_dtype(const Tensor& a, DType dtype, Loc loc) {
   Tensor out = push_new(
       e, name, a.shape(), dtype, dev, {a.storage()},
       [fn, from, dtype, n](const OpContext& ctx) { fn(from, dtype, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); },
-      loc);
+      loc, -1, true);
   if (is_floating(dtype) && wants(a)) autograd::record_to_dtype(out, a, loc);
   return out;
 }

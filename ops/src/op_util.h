@@ -98,11 +98,13 @@ inline int normalize_axis(const char* op, const Tensor& a, int axis) {
 
 /// Pushes `kernel`, which reads `reads` and writes only `out`, a tensor
 /// just allocated (on the op's device). Call after every check.
+/// `memory_bound`: see OpDesc::memory_bound.
 template <typename Kernel>
 Tensor push_to(Engine& e, const char* name, Tensor out, StorageList reads, Kernel&& kernel, Loc loc,
-               int stream = -1) {
+               int stream = -1, bool memory_bound = false) {
   OpDesc op;
   op.name = name;
+  op.memory_bound = memory_bound;
   op.device = out.device();
   op.stream = stream;
   op.fn = std::forward<Kernel>(kernel);
@@ -116,17 +118,18 @@ Tensor push_to(Engine& e, const char* name, Tensor out, StorageList reads, Kerne
 /// Allocates the output (shape, dtype, device) and pushes `kernel` as push_to.
 template <typename Kernel>
 Tensor push_new(Engine& e, const char* name, const Shape& shape, DType dtype, Device device,
-                StorageList reads, Kernel&& kernel, Loc loc, int stream = -1) {
+                StorageList reads, Kernel&& kernel, Loc loc, int stream = -1, bool memory_bound = false) {
   return push_to(e, name, Tensor::empty(shape, dtype, device), std::move(reads), std::forward<Kernel>(kernel),
-                 loc, stream);
+                 loc, stream, memory_bound);
 }
 
 /// Pushes `kernel` that writes existing storages (in-place ops, copy_).
 template <typename Kernel>
 void push_into(Engine& e, const char* name, Device device, StorageList reads, StorageList writes,
-               Kernel&& kernel, Loc loc) {
+               Kernel&& kernel, Loc loc, bool memory_bound = false) {
   OpDesc op;
   op.name = name;
+  op.memory_bound = memory_bound;
   op.device = device;
   op.fn = std::forward<Kernel>(kernel);
   op.reads = std::move(reads);

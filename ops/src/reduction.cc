@@ -56,7 +56,7 @@ Tensor reduce(const char* name, ReduceOp op, Engine& e, const Tensor& a, const S
       [fn, op, dt, x](const OpContext& ctx) {
         fn(op, dt, ctx.in<void>(0), ctx.out<void>(0), x.outer, x.len, x.inner, ctx.native_stream);
       },
-      loc);
+      loc, -1, true);
 }
 
 autograd::Reduce grad_kind(ReduceOp op) {

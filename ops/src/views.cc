@@ -191,7 +191,7 @@ Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64
       [fn, dt, map = std::move(map)](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
       },
-      loc);
+      loc, -1, true);
   if (autograd::wants(a)) autograd::record_strided(out, a, strides, offset, loc);
   return out;
 }
@@ -210,7 +210,7 @@ Tensor detail::strided_scatter_add(const Tensor& src, const Shape& shape, const 
       [fn, dt, map = std::move(map)](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
       },
-      loc);
+      loc, true);
   if (autograd::wants(src)) autograd::record_not_differentiable(name, out, {&src}, loc);
   return out;
 }

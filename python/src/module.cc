@@ -177,6 +177,7 @@ PYBIND11_MODULE(_tide, m) {
       .def_readwrite("max_queued_host_bytes", &SyncPolicy::max_queued_host_bytes)
       .def_readwrite("max_streaming_host_bytes", &SyncPolicy::max_streaming_host_bytes)
       .def_readwrite("streaming_op_bytes", &SyncPolicy::streaming_op_bytes)
+      .def_readwrite("inline_op_bytes", &SyncPolicy::inline_op_bytes)
       .def_readwrite("low_water", &SyncPolicy::low_water)
       .def_static("unbounded", &SyncPolicy::unbounded)
       .def_static("steps", &SyncPolicy::steps, py::arg("k"))

@@ -82,6 +82,13 @@ struct OpDesc {
   Loc loc{};
   /// Call fn (with OpContext::skipped) when the op is skipped.
   bool notify_skip = false;
+  /// The op's work is one pass over the bytes it reads and writes
+  /// (elementwise ops, reductions, copies, fills), not compute of a higher
+  /// order (a matrix product) nor a wait (a collective). On a CPU device the
+  /// async engine may then run a small one at once on the frontend thread,
+  /// where handing it to the worker would cost more than the op
+  /// (SyncPolicy::inline_op_bytes).
+  bool memory_bound = false;
 };
 
 }  // namespace tide

@@ -43,6 +43,15 @@ struct SyncPolicy {
   std::uint64_t max_streaming_host_bytes = default_max_streaming_host_bytes();
   /// The largest outputs of a streaming op.
   std::uint64_t streaming_op_bytes = default_streaming_op_bytes();
+  /// A memory-bound op (OpDesc::memory_bound) on a CPU device whose inputs
+  /// and outputs total at most this many bytes runs at once on the frontend
+  /// thread when its stream has nothing queued or running and every op it
+  /// depends on has completed: there is nothing to run ahead of, and the
+  /// hand-off to the worker (the op's record crossing cores, a wake-up, its
+  /// data moving to the worker's cache) would cost more than the op. Its
+  /// results, errors and order are those of the worker. 0: never; the
+  /// default is default_max_streaming_host_bytes(), twice a core's L2.
+  std::uint64_t inline_op_bytes = default_max_streaming_host_bytes();
   /// Resume below this fraction of a cap, in (0, 1].
   double low_water = 0.5;
 
