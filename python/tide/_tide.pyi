@@ -132,6 +132,7 @@ class SyncPolicy:
     max_queued_host_bytes: int
     max_streaming_host_bytes: int
     streaming_op_bytes: int
+    inline_op_bytes: int
     low_water: float
     @staticmethod
     def unbounded() -> SyncPolicy: ...
