@@ -77,6 +77,19 @@ Tensor either(const Tensor& a, const py::object& b, WithTensor wt, WithScalar ws
                        std::string(py::str(py::type::of(b).attr("__name__"))));
 }
 
+/// t == b, t != b: element by element against a tensor or a number;
+/// NotImplemented for anything else, so that Python falls back to identity.
+py::object compare_or_not(const Tensor& a, const py::object& b, bool equal) {
+  const bool operand = py::isinstance<Tensor>(b) || PyFloat_Check(b.ptr()) || PyIndex_Check(b.ptr()) ||
+                       (!py::isinstance<py::str>(b) && !b.is_none() && py::hasattr(b, "__float__"));
+  if (!operand) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  if (equal)
+    return py::cast(either(a, b, [](const Tensor& x, const Tensor& y, Loc l) { return eq(x, y, l); },
+                           [](const Tensor& x, double s, Loc l) { return eq(x, s, l); }));
+  return py::cast(either(a, b, [](const Tensor& x, const Tensor& y, Loc l) { return ne(x, y, l); },
+                         [](const Tensor& x, double s, Loc l) { return ne(x, s, l); }));
+}
+
 #define TIDE_EITHER(op)                                                                  \
   [](const Tensor& a, const py::object& b) {                                             \
     return either(                                                                       \
@@ -156,6 +169,12 @@ void bind_tensor_math(py::module_& m) {
       .def("pow", TIDE_EITHER(pow), py::arg("exponent"), "self ** exponent (a tensor or a number)")
       .def("__pow__", TIDE_EITHER(pow))
       .def("__rpow__", [](const Tensor& a, double s) { return rpow(a, s, here()); })
+      // == and != compare element by element, as torch's; anything but a
+      // tensor or a number (None, a string) compares as Python objects do.
+      // Hashing stays by identity, so tensors remain usable as dict keys.
+      .def("__eq__", [](const Tensor& a, const py::object& b) { return compare_or_not(a, b, true); })
+      .def("__ne__", [](const Tensor& a, const py::object& b) { return compare_or_not(a, b, false); })
+      .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<std::uintptr_t>(self.ptr()))); })
       .def("__gt__", TIDE_EITHER(gt))
       .def("__ge__", TIDE_EITHER(ge))
       .def("__lt__", TIDE_EITHER(lt))

@@ -98,7 +98,7 @@ def emit_class(out, name, cls):
     for key, value in cls.__dict__.items():
         if key.startswith("_") and key not in ("__init__", "__enter__", "__exit__", "__getitem__", "__setitem__", "__len__",
                                                "__bool__", "__float__", "__int__", "__array__", "__dlpack__",
-                                               "__dlpack_device__") and not re.match(r"__[ir]?(add|sub|mul|truediv|neg|matmul|pow)__$|__(gt|ge|lt|le)__$", key):
+                                               "__dlpack_device__") and not re.match(r"__[ir]?(add|sub|mul|truediv|neg|matmul|pow)__$|__(gt|ge|lt|le|eq|ne|hash)__$", key):
             continue
         if isinstance(value, property):
             doc = (value.fget.__doc__ or "").splitlines()

@@ -77,6 +77,27 @@ def test_math_methods_operators_and_comparisons():
         tide.tensor([1, 2]) ** 2  # an integer tensor: pow takes floating dtypes
 
 
+def test_equality_is_element_by_element_and_hashing_by_identity():
+    a = np.array([[1.0, 2.0, np.nan], [2.0, 0.0, -0.0]])
+    t = tide.tensor(a, dtype="f64")
+    np.testing.assert_array_equal((t == 2).numpy(), (a == 2).astype(np.float64))
+    np.testing.assert_array_equal((t != 2).numpy(), (a != 2).astype(np.float64))
+    np.testing.assert_array_equal((t == t).numpy(), (a == a).astype(np.float64))  # NaN equals nothing
+    np.testing.assert_array_equal((t != t).numpy(), (a != a).astype(np.float64))
+    i = tide.tensor([1, 2, 3])
+    assert (i == 2).tolist() == [0, 1, 0]
+    assert (i == 2.5).tolist() == [0, 0, 0]  # an integer tensor against the number's real value
+    assert bool(tide.tensor([3.0]) == 3.0)
+    # Not a tensor or a number: Python's own comparison (identity).
+    assert (t == None) is False and (t != None) is True  # noqa: E711
+    assert (t == "t") is False
+    # Tensors stay usable as keys and in sets, by identity.
+    u = tide.tensor(a, dtype="f64")
+    d = {t: "t", u: "u"}
+    assert d[t] == "t" and d[u] == "u" and len({t, u, t}) == 2
+    assert hash(t) == hash(t) and hash(t) != hash(u)
+
+
 def test_gradients_of_the_new_math():
     a = np.array([0.3, 0.7, 1.5, 2.0])
     x = tide.tensor(a, requires_grad=True, dtype="f64")
