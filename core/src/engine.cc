@@ -135,6 +135,8 @@ void Engine::check_frontend_thread() {
   // The first use claims the engine; of two threads starting at once, one
   // wins and the other sees it as the owner.
   if (owner == std::thread::id{} && frontend_thread_.compare_exchange_strong(owner, me)) return;
+  if (owner == me && running_kernel_here_)
+    throw UsageError("a kernel used the tide engine: ops may not push, wait or step from inside a kernel");
   if (owner != me)
     throw UsageError("tide engine used from a second thread: push, barriers and steps must all "
                      "come from its one frontend thread");

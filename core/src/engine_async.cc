@@ -81,8 +81,13 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
     pushed_bytes_ += op->bytes;
     if (s.on_host()) pushed_host_bytes_ += op->bytes;
     pushed_streaming_bytes_ += op->streaming_bytes;
-    if (runs_here(*op, s)) s.run_here(op);
-    else s.enqueue(op);
+    if (runs_here(*op, s)) {
+      running_kernel_here_ = true;
+      s.run_here(op);
+      running_kernel_here_ = false;
+    } else {
+      s.enqueue(op);
+    }
     if (++pushes_since_sample_ == kSampleEvery) sample_queue();
   }
 

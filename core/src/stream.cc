@@ -64,7 +64,11 @@ void Stream::run_here(QueuedOp* op) {
   if (op->bytes) pushed_bytes_.store(pushed_bytes() + op->bytes, std::memory_order_relaxed);
   if (op->streaming_bytes)
     pushed_streaming_bytes_.store(pushed_streaming_bytes() + op->streaming_bytes, std::memory_order_relaxed);
-  hooks_.run(*op, index_, nullptr, nullptr);
+  // As on the worker, where an exception escaping the op's run ends the
+  // process: run_op catches the kernel's own, so only its bookkeeping's
+  // could (out of memory for an error's record), and a stream whose count
+  // never reaches its pushes would hang every barrier instead.
+  [&]() noexcept { hooks_.run(*op, index_, nullptr, nullptr); }();
   const std::uint64_t bytes = op->bytes;
   if (op->bytes)
     completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes, std::memory_order_seq_cst);

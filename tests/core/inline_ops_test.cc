@@ -140,6 +140,32 @@ TEST(InlineOps, AFailureOnTheFrontendIsReportedAsTheWorkersWouldBe) {
   EXPECT_NE(b->poison(), nullptr);
 }
 
+TEST(InlineOps, AKernelRunOnTheFrontendMayNotUseTheEngine) {
+  // As on a worker: the kernel's push is refused, the op fails with why,
+  // and the engine goes on.
+  EngineFixture e(EngineKind::async);
+  auto a = buffer(*e), b = buffer(*e);
+  e->wait_all();
+  const std::uint64_t pushed_before = e->stats().ops_pushed;
+  std::thread::id ran_on;
+  Engine& engine = *e;
+  push_op(engine, true, a, &ran_on, [&] {
+    std::thread::id unused;
+    push_op(engine, true, b, &unused);
+  });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(e->stats().ops_pushed, pushed_before + 1);  // the kernel's push never happened
+  try {
+    e->wait_all();
+    ADD_FAILURE() << "wait_all did not report the refused push";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("a kernel used the tide engine"), std::string::npos) << err.what();
+  }
+  push_op(engine, true, b, &ran_on);
+  e->wait_all();
+  EXPECT_EQ(values(b)[0], 7);
+}
+
 TEST(InlineOps, ALoopOfTinyOpsMatchesTheNaiveEngine) {
   // y = y + 1 a thousand times, memory-bound: the same value on both engines.
   std::int64_t result[2] = {0, 0};

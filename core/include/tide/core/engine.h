@@ -222,6 +222,10 @@ class Engine {
   std::atomic<bool> cancelling_{false};
   std::atomic<bool> tracing_{false};
   std::atomic<bool> device_failed_{false};
+  /// The frontend thread is running a kernel itself (the async engine's
+  /// small memory-bound ops): a kernel that pushes, waits or steps is
+  /// refused, as it is on a worker.
+  bool running_kernel_here_ = false;
 
  private:
   std::uint64_t id_;

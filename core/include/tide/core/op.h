@@ -87,7 +87,8 @@ struct OpDesc {
   /// order (a matrix product) nor a wait (a collective). On a CPU device the
   /// async engine may then run a small one at once on the frontend thread,
   /// where handing it to the worker would cost more than the op
-  /// (SyncPolicy::inline_op_bytes).
+  /// (SyncPolicy::inline_op_bytes). Its kernel must not block on anything
+  /// the frontend does later; like any kernel, it may not use the engine.
   bool memory_bound = false;
 };
 
