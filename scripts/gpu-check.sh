@@ -140,6 +140,12 @@ step train_cuda 180 "$ex/train_data_parallel" --device cuda --max-steps 600 --no
   --json "$res/train_cuda.json" || status=1
 step train_cuda_traced 180 "$ex/train_data_parallel" --device cuda --max-steps 200 --trace "$res/trace_cuda" \
   --progress lines --json "$res/train_cuda_traced.json" || status=1
+# The large models of the speed targets: batch 1024 with hidden 2048,2048
+# (300 steps), batch 4096 with hidden 4096,4096 (200 steps).
+step train_cuda_b1024 120 "$ex/train_data_parallel" --device cuda --batch 1024 --hidden 2048,2048 --max-steps 300 \
+  --no-trace --progress lines --json "$res/train_cuda_b1024.json" || status=1
+step train_cuda_b4096 120 "$ex/train_data_parallel" --device cuda --batch 4096 --hidden 4096,4096 --max-steps 200 \
+  --no-trace --progress lines --json "$res/train_cuda_b4096.json" || status=1
 # Two ranks on the one GPU, as scripts/run.sh starts them (defaults).
 step train_cuda_np2 240 "$root/launch/tiderun" --local -np 2 "$ex/train_data_parallel" --max-steps 600 --no-trace \
   --progress lines --json "$res/train_cuda_np2.json" || status=1
@@ -149,6 +155,10 @@ if [ "$have_torch" -eq 1 ]; then
   step torch_kernels 120 python3 "$root/examples/peers/torch_kernels.py" --device cuda:0 --json "$res/torch_kernels.json"
   step torch_train_mlp 180 python3 "$root/examples/peers/torch_train_mlp.py" --device cuda:0 --steps 600 \
     --json "$res/torch_train_mlp.json"
+  step torch_train_b1024 120 python3 "$root/examples/peers/torch_train_mlp.py" --device cuda:0 --batch 1024 \
+    --hidden 2048,2048 --steps 300 --json "$res/torch_train_b1024.json"
+  step torch_train_b4096 120 python3 "$root/examples/peers/torch_train_mlp.py" --device cuda:0 --batch 4096 \
+    --hidden 4096,4096 --steps 200 --json "$res/torch_train_b4096.json"
   step torch_ddp_cuda_np2 240 python3 "$root/examples/peers/torch_ddp_mlp.py" --device cuda --ranks 2 --steps 600 \
     --json "$res/torch_ddp_cuda_np2.json"
 else

@@ -173,6 +173,32 @@ def main():
         b = load("torch_train_mlp.json")["result"]["samples_per_s"]
         return ratio(a, b, 1.0, "higher")
 
+    def large_train(batch, target):
+        a, b = load(f"train_cuda_b{batch}.json")["result"], load(f"torch_train_b{batch}.json")["result"]
+        r = ratio(a["samples_per_s"], b["samples_per_s"], target, "higher")
+        # The same loss: held-out accuracy within 1 point of PyTorch's.
+        r["accuracy_points_behind"] = 100 * (b["test_accuracy"] - a["test_accuracy"])
+        r["met"] = r["met"] and r["accuracy_points_behind"] <= 1
+        return r
+
+    def kernels():
+        # Elementwise ops at least 0.95x PyTorch's bandwidth; reductions at
+        # least half of what PyTorch's x + y moves (the GPU's bandwidth, as
+        # near as this run can read it).
+        t, p = load("bench_kernels.json")["cases"], load("torch_kernels.json")["cases"]
+        floor = p["add"]["gb_per_s"]
+        r = {}
+        for name, c in t.items():
+            if name in ("add", "add_scalar", "mul"):
+                r[name] = ratio(c["gb_per_s"], p[name]["gb_per_s"], 0.95, "higher")
+            else:
+                r[name] = ratio(c["gb_per_s"], floor, 0.5, "higher")
+                r[name]["torch_gb_per_s"] = p[name]["gb_per_s"]
+        return r
+
+    entry("train_b1024_samples_per_s", lambda: large_train(1024, 1.5), required=False)
+    entry("train_b4096_samples_per_s", lambda: large_train(4096, 1.1), required=False)
+    entry("kernels_gb_per_s", kernels, required=False)
     entry("tiny_op_async_ns", tiny_ops, required=False)
     entry("matmul_done_s", matmul, required=False)
     entry("launch_throughput_vs_bare", launch, required=False)
