@@ -46,10 +46,6 @@ int parse(int argc, char** argv, Options& o) {
   const int status = tide::examples::parse_command_line(app, argc, argv);
   if (status >= 0) return status;
   o.device = tide::Device::parse(device);
-  if (!o.device.is_cuda()) {
-    std::fprintf(stderr, "bench_launch measures GPU launches: --device must be cuda:N\n");
-    return 2;
-  }
   return -1;
 }
 
@@ -60,11 +56,7 @@ int main(int argc, char** argv) try {
   auto runtime = tide::Runtime::init(argc, argv);
   Options o;
   if (const int status = parse(argc, argv, o); status >= 0) return status;
-  if (tide::cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_launch: no CUDA device here (%s)\n",
-                 tide::cuda_built() ? "cudaGetDeviceCount reports none" : "built without the CUDA backend");
-    return 77;
-  }
+  if (const int status = tide::examples::gpu_only("bench_launch", "GPU launches", o.device); status >= 0) return status;
   runtime->engine().check_device(o.device);
   tide::examples::BareLoop bare(o.device.index, o.elements);
   tide::Tensor x = tide::zeros({o.elements}, {tide::DType::f32, o.device});

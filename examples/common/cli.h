@@ -107,4 +107,20 @@ inline CLI::Validator device_name() {
       "cpu:N|cuda:N");
 }
 
+/// For a GPU-only program: 2, saying so, when `device` is not a GPU; 77
+/// (skipped), saying why, when this machine has no CUDA device; -1 when
+/// the program can go on. `what` says what the program measures.
+inline int gpu_only(const char* program, const char* what, const tide::Device& device) {
+  if (!device.is_cuda()) {
+    std::fprintf(stderr, "%s measures %s: --device must be cuda:N\n", program, what);
+    return 2;
+  }
+  if (tide::cuda_device_count() == 0) {
+    std::fprintf(stderr, "%s: no CUDA device here (%s)\n", program,
+                 tide::cuda_built() ? "cudaGetDeviceCount reports none" : "built without the CUDA backend");
+    return 77;
+  }
+  return -1;
+}
+
 }  // namespace tide::examples
