@@ -80,9 +80,15 @@ Tensor either(const Tensor& a, const py::object& b, WithTensor wt, WithScalar ws
 /// t == b, t != b: element by element against a tensor or a number;
 /// NotImplemented for anything else, so that Python falls back to identity.
 py::object compare_or_not(const Tensor& a, const py::object& b, bool equal) {
-  const bool operand = py::isinstance<Tensor>(b) || PyFloat_Check(b.ptr()) || PyIndex_Check(b.ptr()) ||
-                       (!py::isinstance<py::str>(b) && !b.is_none() && py::hasattr(b, "__float__"));
-  if (!operand) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  // An array of several elements (numpy's) is not a number: NotImplemented
+  // lets numpy compare it with the tensor (read through __array__), as it
+  // does with the operands the other way round.
+  if (!py::isinstance<Tensor>(b)) {
+    const bool array = py::hasattr(b, "ndim") && py::int_(b.attr("ndim")).cast<long>() != 0;
+    const bool number = PyFloat_Check(b.ptr()) || PyIndex_Check(b.ptr()) || py::hasattr(b, "__float__");
+    if (array || !number || b.is_none() || py::isinstance<py::str>(b))
+      return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  }
   if (equal)
     return py::cast(either(a, b, [](const Tensor& x, const Tensor& y, Loc l) { return eq(x, y, l); },
                            [](const Tensor& x, double s, Loc l) { return eq(x, s, l); }));
@@ -174,7 +180,7 @@ void bind_tensor_math(py::module_& m) {
       // Hashing stays by identity, so tensors remain usable as dict keys.
       .def("__eq__", [](const Tensor& a, const py::object& b) { return compare_or_not(a, b, true); })
       .def("__ne__", [](const Tensor& a, const py::object& b) { return compare_or_not(a, b, false); })
-      .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<std::uintptr_t>(self.ptr()))); })
+      .def("__hash__", [](const py::object& self) { return PyBaseObject_Type.tp_hash(self.ptr()); })
       .def("__gt__", TIDE_EITHER(gt))
       .def("__ge__", TIDE_EITHER(ge))
       .def("__lt__", TIDE_EITHER(lt))

@@ -37,4 +37,12 @@ echo "$out"
 [ "$rc" -eq 2 ] || fail "a job on another host: expected status 2, got $rc"
 [ "$out" = "tiderun: no ssh or rsh here to start ranks on tide-other-host: install ssh (Debian: openssh-client), or name a launcher with --rsh-agent" ] ||
   fail "not the one line expected"
+# In a Slurm allocation Open MPI starts its daemons through Slurm: the
+# local launcher would leave the other nodes' ranks unstarted.
+out=$(timeout 60 env -i PATH="$bin" SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES=3 SLURM_NTASKS=3 "$tiderun" -np 3 --dry-run prog 2>&1)
+echo "$out"
+grep -q "plm isolated" <<<"$out" && fail "the local launcher inside a Slurm allocation"
+out=$(run -np 2 -H "$(uname -n):2" --dry-run prog)
+echo "$out"
+grep -q "plm isolated" <<<"$out" || fail "this host by its name is not this host"
 echo "OK: without ssh"

@@ -91,6 +91,10 @@ def test_equality_is_element_by_element_and_hashing_by_identity():
     # Not a tensor or a number: Python's own comparison (identity).
     assert (t == None) is False and (t != None) is True  # noqa: E711
     assert (t == "t") is False
+    # An array is numpy's to compare, either way round.
+    np.testing.assert_array_equal(t == a, a == a)
+    np.testing.assert_array_equal(a == t, a == a)
+    assert (t == np.float32(2)).numpy().tolist() == (a == 2).astype(np.float64).tolist()
     # Tensors stay usable as keys and in sets, by identity.
     u = tide.tensor(a, dtype="f64")
     d = {t: "t", u: "u"}
