@@ -2,6 +2,8 @@
 // stream, with nothing to wait for, runs at once on the frontend thread;
 // every other op goes to the stream's worker, in push order.
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <latch>
 #include <stdexcept>
 #include <thread>
@@ -164,6 +166,24 @@ TEST(InlineOps, AKernelRunOnTheFrontendMayNotUseTheEngine) {
   push_op(engine, true, b, &ran_on);
   e->wait_all();
   EXPECT_EQ(values(b)[0], 7);
+}
+
+TEST(InlineOps, TheDefaultSizeIsTwiceACoresL2OrTheVariables) {
+  // core.inline_op_kb runs this with TIDE_INLINE_OP_KB=3, core.inline_op_kb_bad with "lots".
+  const char* v = std::getenv("TIDE_INLINE_OP_KB");
+  const std::string set = v ? v : "";
+  if (set.empty()) {
+    EXPECT_EQ(SyncPolicy{}.inline_op_bytes, SyncPolicy::default_max_streaming_host_bytes());
+  } else if (set == "3") {
+    EXPECT_EQ(SyncPolicy{}.inline_op_bytes, 3u << 10);
+  } else {
+    try {
+      (void)SyncPolicy{};
+      ADD_FAILURE() << "TIDE_INLINE_OP_KB=" << set << " was taken";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("TIDE_INLINE_OP_KB=" + set), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(InlineOps, ALoopOfTinyOpsMatchesTheNaiveEngine) {

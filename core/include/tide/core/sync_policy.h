@@ -24,6 +24,10 @@ struct SyncPolicy {
   /// The default size of a streaming op's outputs: the processor's level-2
   /// cache (per core), within [256 KiB, 2 MiB]; 1 MiB where it is not known.
   static std::uint64_t default_streaming_op_bytes();
+  /// The default inline_op_bytes: TIDE_INLINE_OP_KB KiB when set (0 turns
+  /// it off; anything but a whole number is a ValueError), else twice a
+  /// core's level-2 cache (default_max_streaming_host_bytes()).
+  static std::uint64_t default_inline_op_bytes();
 
   /// Step n+k may not begin until step n has completed on every stream.
   std::uint32_t max_inflight_steps = 0;
@@ -49,9 +53,9 @@ struct SyncPolicy {
   /// depends on has completed: there is nothing to run ahead of, and the
   /// hand-off to the worker (the op's record crossing cores, a wake-up, its
   /// data moving to the worker's cache) would cost more than the op. Its
-  /// results, errors and order are those of the worker. 0: never; the
-  /// default is default_max_streaming_host_bytes(), twice a core's L2.
-  std::uint64_t inline_op_bytes = default_max_streaming_host_bytes();
+  /// results, errors and order are those of the worker. 0: never. The
+  /// default is default_inline_op_bytes().
+  std::uint64_t inline_op_bytes = default_inline_op_bytes();
   /// Resume below this fraction of a cap, in (0, 1].
   double low_water = 0.5;
 
