@@ -42,45 +42,50 @@ QueuedOp* Stream::acquire_op() {
 
 void Stream::reclaim() {
   QueuedOp* op = nullptr;
-  while (finished_.try_pop(op)) {
-    op->clear();  // drops its storages: memory is freed here, on the frontend
-    if (free_.size() < kMaxFree) {
-      free_.push_back(op);
-    } else {
-      delete op;
-    }
+  while (finished_.try_pop(op)) recycle(op);
+}
+
+void Stream::recycle(QueuedOp* op) {
+  op->clear();  // drops its storages: memory is freed here, on the frontend
+  if (free_.size() < kMaxFree) {
+    free_.push_back(op);
+  } else {
+    delete op;
   }
 }
 
+void Stream::count_pushed(const QueuedOp& op) {
+  if (op.bytes) pushed_bytes_.store(pushed_bytes() + op.bytes, std::memory_order_relaxed);
+  if (op.streaming_bytes)
+    pushed_streaming_bytes_.store(pushed_streaming_bytes() + op.streaming_bytes, std::memory_order_relaxed);
+}
+
+void Stream::count_completed(const QueuedOp& op) {
+  if (op.bytes)
+    completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op.bytes, std::memory_order_seq_cst);
+  if (op.streaming_bytes)
+    completed_streaming_bytes_.store(completed_streaming_bytes_.load(std::memory_order_relaxed) + op.streaming_bytes,
+                                     std::memory_order_seq_cst);
+}
+
 void Stream::enqueue(QueuedOp* op) {
-  if (op->bytes) pushed_bytes_.store(pushed_bytes() + op->bytes, std::memory_order_relaxed);
-  if (op->streaming_bytes)
-    pushed_streaming_bytes_.store(pushed_streaming_bytes() + op->streaming_bytes, std::memory_order_relaxed);
+  count_pushed(*op);
   queue_.push(op);
 }
 
 void Stream::run_here(QueuedOp* op) {
-  TIDE_INTERNAL_ASSERT(!lane_ && op->nwaits == 0 && idle_before(op->seq), "an op run here must be next on an idle CPU stream");
-  if (op->bytes) pushed_bytes_.store(pushed_bytes() + op->bytes, std::memory_order_relaxed);
-  if (op->streaming_bytes)
-    pushed_streaming_bytes_.store(pushed_streaming_bytes() + op->streaming_bytes, std::memory_order_relaxed);
+  TIDE_INTERNAL_ASSERT(!lane_ && op->nwaits == 0 && idle_before(op->seq),
+                       "an op run here must be next on an idle CPU stream");
+  count_pushed(*op);
   // As on the worker, where an exception escaping the op's run ends the
   // process: run_op catches the kernel's own, so only its bookkeeping's
   // could (out of memory for an error's record), and a stream whose count
   // never reaches its pushes would hang every barrier instead.
   [&]() noexcept { hooks_.run(*op, index_, nullptr, nullptr); }();
-  const std::uint64_t bytes = op->bytes;
-  if (op->bytes)
-    completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes, std::memory_order_seq_cst);
-  if (op->streaming_bytes)
-    completed_streaming_bytes_.store(
-        completed_streaming_bytes_.load(std::memory_order_relaxed) + op->streaming_bytes, std::memory_order_seq_cst);
+  count_completed(*op);
   complete(op->seq);
-  hooks_.completed(bytes);
-  // Recycled at once: this is the thread that reclaims.
-  op->clear();
-  if (free_.size() < kMaxFree) free_.push_back(op);
-  else delete op;
+  hooks_.completed(op->bytes);
+  recycle(op);  // at once: this is the thread that reclaims
 }
 
 void Stream::wait_until(std::uint64_t seq) {
@@ -133,12 +138,7 @@ void Stream::complete(std::uint64_t seq) {
 
 void Stream::finish(QueuedOp* op) {
   const std::uint64_t seq = op->seq, bytes = op->bytes;
-  if (op->bytes)
-    completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op->bytes,
-                           std::memory_order_seq_cst);
-  if (op->streaming_bytes)
-    completed_streaming_bytes_.store(
-        completed_streaming_bytes_.load(std::memory_order_relaxed) + op->streaming_bytes, std::memory_order_seq_cst);
+  count_completed(*op);
   finished_.push(op);  // the op is the frontend's again from here
   complete(seq);
   hooks_.completed(bytes);

@@ -121,6 +121,8 @@ class Stream {
   void join();
   /// Releases the storages of finished ops (on this, the frontend thread).
   void reclaim();
+  /// Clears a finished op and keeps it for reuse (frontend thread).
+  void recycle(QueuedOp* op);
 
   // Any thread.
   std::uint64_t pushed() const { return pushed_.load(std::memory_order_relaxed); }
@@ -144,6 +146,10 @@ class Stream {
 
  private:
   void worker();
+  /// The op's bytes join the pushed counts (frontend), or the completed
+  /// ones (whoever ran it), before its completion is published.
+  void count_pushed(const QueuedOp& op);
+  void count_completed(const QueuedOp& op);
   void complete(std::uint64_t seq);
   /// Everything after an op has completed: bytes, recycling, waiters.
   void finish(QueuedOp* op);
