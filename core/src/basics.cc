@@ -110,19 +110,11 @@ std::uint64_t SyncPolicy::default_streaming_op_bytes() {
 std::uint64_t SyncPolicy::default_max_streaming_host_bytes() { return 2 * default_streaming_op_bytes(); }
 
 std::uint64_t SyncPolicy::default_inline_op_bytes() {
-  // Read once; a bad value is refused at every policy made from the defaults.
-  static const std::string bad = [] {
-    const char* v = std::getenv("TIDE_INLINE_OP_KB");
-    if (!v || !*v) return std::string();
-    char* end = nullptr;
-    const unsigned long long kb = std::strtoull(v, &end, 10);
-    if (*end || v[0] == '-' || kb > (1ull << 40)) return std::string(v);
-    return std::string();
-  }();
-  if (!bad.empty())
-    throw ValueError("TIDE_INLINE_OP_KB=" + bad + ": expected a whole number of KiB (0: every op goes to its worker)");
+  // Read once; a bad value is refused at every policy made from the defaults
+  // (the static is not set while its initializer throws).
   static const std::uint64_t bytes = [] {
-    if (const char* v = std::getenv("TIDE_INLINE_OP_KB"); v && *v) return std::uint64_t{std::strtoull(v, nullptr, 10)} << 10;
+    if (const auto kb = memory::whole_number_env("TIDE_INLINE_OP_KB", "KiB (0: every op goes to its worker)"))
+      return *kb << 10;
     return default_max_streaming_host_bytes();
   }();
   return bytes;

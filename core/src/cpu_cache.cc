@@ -28,22 +28,13 @@ namespace tide::cpu_cache {
 namespace {
 
 /// TIDE_CPU_CACHE_MB, or the default: a sixteenth of RAM and swap, at most
-/// 1 GiB. Read once; a bad value throws at every allocation.
+/// 1 GiB. Read once; a bad value throws at every allocation (the static is
+/// not set while its initializer throws).
 std::uint64_t limit_bytes() {
-  static const std::string bad = [] {
-    const char* v = std::getenv("TIDE_CPU_CACHE_MB");
-    if (!v || !*v) return std::string();
-    char* end = nullptr;
-    const unsigned long long mb = std::strtoull(v, &end, 10);
-    if (*end || v[0] == '-' || mb > (1ull << 40)) return std::string(v);
-    return std::string();
-  }();
-  if (!bad.empty())
-    throw ValueError("TIDE_CPU_CACHE_MB=" + bad + ": expected a whole number of MiB (0 turns the cache off)");
   static const std::uint64_t limit = [] {
-    if (const char* v = std::getenv("TIDE_CPU_CACHE_MB"); v && *v) return std::strtoull(v, nullptr, 10) << 20;
+    if (const auto mb = memory::whole_number_env("TIDE_CPU_CACHE_MB", "MiB (0 turns the cache off)")) return *mb << 20;
     const std::uint64_t sixteenth = memory::host_memory_bytes() / 16;
-    return sixteenth < (1ull << 30) ? sixteenth : (1ull << 30);
+    return sixteenth < (1ull << 30) ? sixteenth : std::uint64_t{1} << 30;
   }();
   return limit;
 }

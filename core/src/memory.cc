@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 
 #include <tide/core/error.h>
 
@@ -25,6 +26,16 @@ std::string format_bytes(std::uint64_t n) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
   return std::to_string(n) + " bytes (" + buf + ")";
+}
+
+std::optional<std::uint64_t> whole_number_env(const char* name, const char* what) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end || v[0] == '-' || n > (1ull << 40))
+    throw ValueError(std::string(name) + "=" + v + ": expected a whole number of " + what);
+  return std::uint64_t{n};
 }
 
 std::uint64_t host_memory_bytes() {

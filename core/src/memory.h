@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <tide/core/device.h>
@@ -11,6 +12,11 @@ namespace tide::memory {
 
 /// "4398046511104 bytes (4 TiB)".
 std::string format_bytes(std::uint64_t n);
+
+/// The environment variable `name` as a whole number: nullopt when unset or
+/// empty; a ValueError "NAME=value: expected a whole number of <what>" when
+/// it is anything else (or above 2^40).
+std::optional<std::uint64_t> whole_number_env(const char* name, const char* what);
 
 /// RAM plus swap (read once): no CPU allocation larger than this can ever
 /// be backed.
