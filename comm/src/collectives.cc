@@ -8,6 +8,7 @@
 #include <tide/core/engine.h>
 
 #include "collective_parts.h"
+#include "combine.h"
 #include "host_collective.h"
 
 namespace tide {
@@ -86,7 +87,18 @@ void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
 
 void run_host_collective(const CollectiveSpec& spec, MpiGroup& mpi, const CollectiveId& what, const void* in,
                          void* out, std::size_t in_bytes, std::size_t out_bytes) {
-  if (mpi.spans_ranks()) {
+  if (mpi.spans_ranks() && (spec.kind == CollectiveKind::all_reduce || spec.kind == CollectiveKind::all_gather) &&
+      mpi.exchanges(in_bytes)) {
+    // Small enough for one round of messages, which is the whole collective
+    // (MpiGroup::exchange).
+    const unsigned char* const* parts = mpi.exchange_collective(what, in, in_bytes);
+    if (spec.kind == CollectiveKind::all_reduce) {
+      combine_in_rank_order(out, parts, mpi.size, what.count, what.dtype, *what.op);
+    } else if (in_bytes) {
+      for (int r = 0; r < mpi.size; ++r)
+        std::memcpy(static_cast<unsigned char*>(out) + static_cast<std::size_t>(r) * in_bytes, parts[r], in_bytes);
+    }
+  } else if (mpi.spans_ranks()) {
     if (spec.mpi_in_place_only && in != out && out_bytes) std::memcpy(out, in, out_bytes);
     MpiArgs a;
     a.in = spec.mpi_in_place_only ? out : in;

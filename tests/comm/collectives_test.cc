@@ -1,7 +1,9 @@
 // Collective correctness in the style of MPI test suites: rank r contributes
 // values derived from r, so every expected result is exact. Counts 0, 1, odd
 // and a few MB; in place and out of place; every collective and dtype.
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +31,54 @@ TEST(Collectives, AllReduceF64) {
 TEST(Collectives, AllReduceI32) {
   for (auto op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min})
     check_all_reduce<std::int32_t>(op, cpu(0), kCounts);
+}
+
+TEST(Collectives, AllReduceI64) {
+  for (auto op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min})
+    check_all_reduce<std::int64_t>(op, cpu(0), kCounts);
+}
+
+// Counts that run as one exchange of messages (MpiGroup::exchange) combine
+// the ranks' values in rank order: a float sum that rounds differently in
+// another order gives the same bits on every rank.
+TEST(Collectives, ASmallFloatSumIsTheSameBitsOnEveryRank) {
+  const int r = world().rank(), p = world().size();
+  for (std::int64_t n : {1, 5, 64}) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j)
+      v[static_cast<std::size_t>(j)] = r % 2 ? 1.0f / static_cast<float>(3 + r + j) : 1e7f * static_cast<float>(r + 1);
+    const std::vector<float> got = world().all_reduce(from_vector(v)).to_vector<float>();
+    // Every rank's result, side by side: the same on all.
+    const std::vector<float> all = world().all_gather(from_vector(got)).to_vector<float>();
+    std::int64_t differ = 0;
+    for (int q = 1; q < p; ++q)
+      for (std::int64_t j = 0; j < n; ++j)
+        differ += std::memcmp(&all[static_cast<std::size_t>(q * n + j)], &all[static_cast<std::size_t>(j)], 4) != 0;
+    EXPECT_EQ(differ, 0) << "n=" << n;
+    // Added in rank order, as the exchange promises.
+    for (std::int64_t j = 0; j < n; ++j) {
+      float want = 0;
+      for (int q = 0; q < p; ++q)
+        want += q % 2 ? 1.0f / static_cast<float>(3 + q + j) : 1e7f * static_cast<float>(q + 1);
+      if (p <= 8 && n * 4 * (p - 1) <= 2048) {
+        EXPECT_EQ(got[static_cast<std::size_t>(j)], want) << "n=" << n << " j=" << j;
+      }
+    }
+  }
+}
+
+// A small max or min gives NaN where any rank has NaN, on every rank.
+TEST(Collectives, ASmallMaxOrMinOfNanIsNan) {
+  const int r = world().rank(), p = world().size();
+  if (p > 8) GTEST_SKIP() << "above 8 ranks small collectives are MPI's, and so is their NaN";
+  for (auto op : {ReduceOp::max, ReduceOp::min})
+    for (int nan_rank = 0; nan_rank < p; ++nan_rank) {
+      std::vector<double> v = {static_cast<double>(r), r == nan_rank ? std::nan("") : 1.0, -static_cast<double>(r)};
+      const std::vector<double> got = world().all_reduce(from_vector(v), op).to_vector<double>();
+      EXPECT_TRUE(std::isnan(got[1])) << reduce_op_name(op) << " NaN on rank " << nan_rank;
+      EXPECT_EQ(got[0], op == ReduceOp::max ? p - 1.0 : 0.0);
+      EXPECT_EQ(got[2], op == ReduceOp::max ? 0.0 : 1.0 - p);
+    }
 }
 
 TEST(Collectives, AvgNeedsAFloatingDtypeAndNothingIsEnqueued) {

@@ -7,6 +7,9 @@
 //   order  swaps the two (1000 x f32: MPI's non-blocking collectives; they
 //          may hang, complete with garbage or fail: the check names it)
 //   count  all-reduces 999 elements instead of 1000
+//   small  the same with 100 and 99 elements and the desync check off: a
+//          collective this small is one exchange of messages whose headers
+//          name the collective, so the exchange itself names the desync
 //   large  swaps them with 100000 x f32 (the blocking path: the ranks'
 //          arrival check compares the collectives before MPI is called)
 //   skip   feeds its all_reduce from an op that fails, so the engine skips
@@ -58,6 +61,9 @@ std::string expected(const std::string& mode, int size) {
   if (mode == "count")
     return "desync at collective #10: " + others + " pushed all_reduce (1000 x f32, sum), "
            "rank 1 pushed all_reduce (999 x f32, sum)";
+  if (mode == "small")  // named by the exchange that is the collective, with the periodic check off
+    return "desync at collective #10: " + others + " pushed all_reduce (100 x f32, sum), "
+           "rank 1 pushed all_reduce (99 x f32, sum) (seen as the ranks exchanged it";
   if (mode == "large")
     return "desync at collective #10: " + others + " pushed all_reduce (100000 x f32, sum), "
            "rank 1 pushed broadcast (100000 x f32, root 0)";
@@ -70,16 +76,17 @@ std::string expected(const std::string& mode, int size) {
 int main(int argc, char** argv) {
   auto rt = tide::Runtime::init(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (rt->size() < 2 || (mode != "order" && mode != "count" && mode != "large" && mode != "skip" && mode != "late")) {
-    std::printf("usage: mpirun -np N %s order|count|large|skip|late (N >= 2)\n", argv[0]);
+  if (rt->size() < 2 || (mode != "order" && mode != "count" && mode != "small" && mode != "large" && mode != "skip" &&
+                         mode != "late")) {
+    std::printf("usage: mpirun -np N %s order|count|small|large|skip|late (N >= 2)\n", argv[0]);
     return 2;
   }
-  if (!rt->world().desync_check() && mode != "late") {
+  if (!rt->world().desync_check() && mode != "late" && mode != "small") {
     std::printf("tide-desync-test: FAILED (the check is off: TIDE_DESYNC_CHECK=0?)\n");
     return 1;
   }
   const int rank = rt->rank();
-  const std::int64_t n = mode == "large" ? 100000 : 1000;
+  const std::int64_t n = mode == "large" ? 100000 : mode == "small" ? 100 : 1000;
   tide::Tensor a = tide::full({n}, 1.0);
   tide::Tensor b = tide::full({n}, 2.0);
   tide::Tensor a_short = tide::full({n - 1}, 1.0);
@@ -95,7 +102,7 @@ int main(int argc, char** argv) {
     if (bad && (mode == "order" || mode == "large")) {
       rt->world().broadcast_(b, 0);
       rt->world().all_reduce_(a);
-    } else if (bad && mode == "count") {
+    } else if (bad && (mode == "count" || mode == "small")) {
       rt->world().all_reduce_(a_short);
       rt->world().broadcast_(b, 0);
     } else if (bad && (mode == "skip" || mode == "late")) {

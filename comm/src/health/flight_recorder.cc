@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +54,20 @@ std::atomic<bool> g_dumped{false};
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+/// A collective's stamps: the monotonic clock at its last tick (a few ms
+/// behind steady_clock at most, on the same scale). Every collective takes
+/// three, and a record says how long something has waited, in seconds: the
+/// tick's clock costs 3 ns a read where steady_clock's costs 21 (a 2-core
+/// VM), a tenth of a small all-reduce.
+std::int64_t stamp_ns() {
+#ifdef CLOCK_MONOTONIC_COARSE
+  timespec ts;
+  if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
+    return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+#endif
+  return now_ns();
 }
 
 /// A JSON text built without allocating (a signal handler writes it).
@@ -150,7 +165,7 @@ std::uint64_t flight_pushed(std::uint64_t ident, const CollectiveId& id) {
   r.ident.store(ident, std::memory_order_relaxed);
   r.seq.store(id.seq, std::memory_order_relaxed);
   r.state.store(kPushed, std::memory_order_relaxed);
-  r.pushed_ns.store(now_ns(), std::memory_order_relaxed);
+  r.pushed_ns.store(stamp_ns(), std::memory_order_relaxed);
   r.started_ns.store(0, std::memory_order_relaxed);
   r.ended_ns.store(0, std::memory_order_relaxed);
   r.record.store(rec, std::memory_order_release);
@@ -160,14 +175,14 @@ std::uint64_t flight_pushed(std::uint64_t ident, const CollectiveId& id) {
 void flight_started(std::uint64_t rec) {
   Record& r = g_ring[rec % kFlightRecords];
   if (rec == 0 || r.record.load(std::memory_order_acquire) != rec) return;
-  r.started_ns.store(now_ns(), std::memory_order_relaxed);
+  r.started_ns.store(stamp_ns(), std::memory_order_relaxed);
   r.state.store(kRunning, std::memory_order_relaxed);
 }
 
 void flight_ended(std::uint64_t rec, bool failed) {
   Record& r = g_ring[rec % kFlightRecords];
   if (rec == 0 || r.record.load(std::memory_order_acquire) != rec) return;
-  r.ended_ns.store(now_ns(), std::memory_order_relaxed);
+  r.ended_ns.store(stamp_ns(), std::memory_order_relaxed);
   r.state.store(failed ? kFailed : kDone, std::memory_order_relaxed);
 }
 

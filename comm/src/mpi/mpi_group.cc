@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <thread>
 
 #include <tide/comm/mpi_check.h>
+#include <tide/core/assert.h>
 
 #include "poller.h"
 
@@ -27,7 +29,7 @@ void MpiGroup::mpi_failed(int rc, const char* expr, const CollectiveId& what) {
   health_.fail(what.str(peers()) + ": " + expr + " failed on rank " + std::to_string(rank) + ": " + mpi_error_text(rc));
 }
 
-void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
+void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what, MPI_Status* statuses) {
   Poller poller(timeout_s_);
   RollCall roll;  // held only once the wait is long
   double next_look_s = kLookEvery_s;
@@ -36,7 +38,7 @@ void MpiGroup::wait(MPI_Request* reqs, int n, const CollectiveId& what) {
   double told_at_s = -1;  // when a peer's failure was first heard here
   for (;;) {
     int done = 0;
-    if (int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE); rc != MPI_SUCCESS)
+    if (int rc = MPI_Testall(n, reqs, &done, statuses); rc != MPI_SUCCESS)
       mpi_failed(rc, "MPI_Test", what);
     if (done) return;
     // A collective that hangs because the ranks pushed different sequences
@@ -173,70 +175,117 @@ std::string MpiGroup::overdue(const CollectiveId& what, std::size_t bytes, doubl
   return os.str();
 }
 
-void MpiGroup::arrive(const CollectiveId& what) {
-  const CollectiveSig s = what.sig();
-  // On the heap, and left there if the wait fails: its requests stay pending
-  // (MPI cannot cancel a collective, nor a send surely), and a late peer
-  // would still write into `all`.
-  struct Buffers {
-    std::array<std::uint64_t, 4> mine;
-    std::vector<std::uint64_t> all;
-    std::array<MPI_Request, 2 * kPointToPointArrival> reqs;
-  };
-  auto b = std::make_unique<Buffers>();
+struct MpiGroup::Exchange {
+  /// Rank r's message (header, then payload) at r * kSlot; this rank's is
+  /// the one it sends.
+  static constexpr std::size_t kSlot = kHeaderBytes + kExchangeBytes;
+  alignas(64) unsigned char slots[kPointToPointArrival * kSlot];
+  const unsigned char* parts[kPointToPointArrival];
+  MPI_Request reqs[2 * kPointToPointArrival];
+  MPI_Status statuses[2 * kPointToPointArrival];
+  unsigned char* slot(int r) { return slots + static_cast<std::size_t>(r) * kSlot; }
+};
+
+MpiGroup::~MpiGroup() { delete exchange_; }
+
+const unsigned char* const* MpiGroup::exchange(const CollectiveId& what, const void* payload, std::size_t bytes,
+                                               bool hold) {
   held_ = nullptr;  // a caller that did not rethrow it: the communicator is broken all the same
-  hold_poll_failures_ = true;
+  hold_poll_failures_ = hold;
   struct Unhold {
     MpiGroup& g;
     ~Unhold() { g.hold_poll_failures_ = false; }
   } unhold{*this};
-  b->mine = {what.seq, s.w[0], s.w[1], s.w[2]};
-  b->all.resize(4 * static_cast<std::size_t>(size));
-  const auto& mine = b->mine;
-  auto& all = b->all;
-  try {
-    if (size <= kPointToPointArrival) {
-      // Receives first, so that the sends find them posted. Messages between
-      // two ranks on one communicator and tag arrive in order, so arrival k
-      // pairs with the peer's arrival k even when the ranks disagree on what
-      // collective k is (which this then names).
-      int n = 0;
-      std::copy(mine.begin(), mine.end(), all.begin() + 4 * rank);
-      for (int r = 0; r < size; ++r)
-        if (r != rank)
-          if (int rc = MPI_Irecv(&all[4 * static_cast<std::size_t>(r)], 4, MPI_UINT64_T, r, kArrivalTag, comm,
-                                 &b->reqs[static_cast<std::size_t>(n++)]);
-              rc != MPI_SUCCESS)
-            mpi_failed(rc, "MPI_Irecv", what);
-      for (int r = 0; r < size; ++r)
-        if (r != rank)
-          if (int rc = MPI_Isend(mine.data(), 4, MPI_UINT64_T, r, kArrivalTag, comm,
-                                 &b->reqs[static_cast<std::size_t>(n++)]);
-              rc != MPI_SUCCESS)
-            mpi_failed(rc, "MPI_Isend", what);
-      wait(b->reqs.data(), n, what);
-    } else {
-      if (int rc = MPI_Iallgather(mine.data(), 4, MPI_UINT64_T, all.data(), 4, MPI_UINT64_T, comm, &b->reqs[0]);
+  const CollectiveSig s = what.sig();
+  const std::uint64_t header[4] = {what.seq, s.w[0], s.w[1], s.w[2]};
+  if (size > kPointToPointArrival) {
+    // Too many peers for a message each: the all-gather of the headers
+    // (its messages grow as log p, not p), with no payload.
+    TIDE_INTERNAL_ASSERT(bytes == 0, "an exchange with a payload among more than kPointToPointArrival ranks");
+    auto all = std::make_unique<std::vector<std::uint64_t>>(4 * static_cast<std::size_t>(size));
+    auto req = std::make_unique<MPI_Request>();
+    try {
+      if (int rc = MPI_Iallgather(header, 4, MPI_UINT64_T, all->data(), 4, MPI_UINT64_T, comm, req.get());
           rc != MPI_SUCCESS)
         mpi_failed(rc, "MPI_Iallgather", what);
-      wait(b->reqs[0], what);
+      wait(*req, what);
+    } catch (...) {
+      (void)all.release();  // still MPI's (see Exchange); the communicator is broken, and the job ends
+      (void)req.release();
+      if (held_ && std::current_exception() != held_) held_ = nullptr;  // the wait's own failure says it
+      throw;
+    }
+    std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
+    std::vector<CollectiveSig> sigs(static_cast<std::size_t>(size));
+    for (std::size_t r = 0; r < seqs.size(); ++r) {
+      seqs[r] = (*all)[4 * r];
+      for (int w = 0; w < 3; ++w) sigs[r].w[w] = (*all)[4 * r + 1 + static_cast<std::size_t>(w)];
+    }
+    if (const std::string desync = diagnose_arrival(seqs, sigs); !desync.empty()) {
+      held_ = nullptr;
+      health_.fail(desync + " (seen as the ranks arrived, on rank " + std::to_string(rank) + " of " + peers() + ")",
+                   true);
+    }
+    return nullptr;
+  }
+  TIDE_INTERNAL_ASSERT(bytes <= kExchangeBytes, "an exchange's payload is larger than its slot");
+  if (!exchange_) exchange_ = new Exchange;
+  Exchange& x = *exchange_;
+  unsigned char* mine = x.slot(rank);
+  std::memcpy(mine, header, kHeaderBytes);
+  if (bytes) std::memcpy(mine + kHeaderBytes, payload, bytes);
+  const int message = static_cast<int>(kHeaderBytes + bytes);
+  try {
+    // Receives first, so that the sends find them posted. Messages between
+    // two ranks on one communicator and tag arrive in order, so exchange k
+    // pairs with the peer's exchange k even when the ranks disagree on what
+    // collective k is (which this then names). A receive takes a whole
+    // slot: a peer that sends a longer message (another collective, or
+    // arrive's header alone against a payload) is named, not truncated.
+    int n = 0;
+    for (int r = 0; r < size; ++r)
+      if (r != rank)
+        if (int rc = MPI_Irecv(x.slot(r), static_cast<int>(Exchange::kSlot), MPI_BYTE, r, kArrivalTag, comm,
+                               &x.reqs[n++]);
+            rc != MPI_SUCCESS)
+          mpi_failed(rc, "MPI_Irecv", what);
+    for (int r = 0; r < size; ++r)
+      if (r != rank)
+        if (int rc = MPI_Isend(mine, message, MPI_BYTE, r, kArrivalTag, comm, &x.reqs[n++]); rc != MPI_SUCCESS)
+          mpi_failed(rc, "MPI_Isend", what);
+    wait(x.reqs, n, what, x.statuses);
+    std::vector<std::uint64_t> seqs;
+    std::vector<CollectiveSig> sigs;
+    bool same = true;
+    for (int r = 0, i = 0; r < size; ++r) {
+      const unsigned char* m = x.slot(r);
+      int got = message;
+      if (r != rank) MPI_Get_count(&x.statuses[i++], MPI_BYTE, &got);
+      same = same && got == message && std::memcmp(m, mine, kHeaderBytes) == 0;
+      x.parts[r] = m + kHeaderBytes;
+    }
+    if (!same) {
+      // Some rank is at another collective (a message of another length is
+      // another collective too: the signature holds the byte count).
+      for (int r = 0; r < size; ++r) {
+        std::uint64_t h[4];
+        std::memcpy(h, x.slot(r), kHeaderBytes);
+        seqs.push_back(h[0]);
+        sigs.push_back(CollectiveSig{{h[1], h[2], h[3]}});
+      }
+      std::string desync = diagnose_arrival(seqs, sigs);
+      if (desync.empty()) desync = "desync at collective #" + std::to_string(what.seq) + ": messages of unequal length";
+      held_ = nullptr;
+      health_.fail(desync + " (seen as the ranks " + (bytes || !hold ? "exchanged it" : "arrived") + ", on rank " +
+                       std::to_string(rank) + " of " + peers() + ")",
+                   true);
     }
   } catch (...) {
-    (void)b.release();  // still MPI's (see above); the communicator is broken, and the job ends
+    exchange_ = nullptr;  // still MPI's (see Exchange); the communicator is broken, and the job ends
     if (held_ && std::current_exception() != held_) held_ = nullptr;  // the wait's own failure says it
     throw;
   }
-  std::vector<std::uint64_t> seqs(static_cast<std::size_t>(size));
-  std::vector<CollectiveSig> sigs(static_cast<std::size_t>(size));
-  for (std::size_t r = 0; r < seqs.size(); ++r) {
-    seqs[r] = all[4 * r];
-    for (int w = 0; w < 3; ++w) sigs[r].w[w] = all[4 * r + 1 + static_cast<std::size_t>(w)];
-  }
-  const std::string desync = diagnose_arrival(seqs, sigs);
-  if (!desync.empty()) {
-    held_ = nullptr;
-    health_.fail(desync + " (seen as the ranks arrived, on rank " + std::to_string(rank) + " of " + peers() + ")", true);
-  }
+  return x.parts;
 }
 
 }  // namespace tide::detail

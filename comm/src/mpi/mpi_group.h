@@ -26,6 +26,7 @@ class MpiGroup {
   /// call breaks it); `split`: a group made by split, not a world.
   MpiGroup(FailureState& health, double timeout_s, bool split)
       : health_(health), timeout_s_(timeout_s), split_(split) {}
+  ~MpiGroup();
   MpiGroup(const MpiGroup&) = delete;
   MpiGroup& operator=(const MpiGroup&) = delete;
 
@@ -106,8 +107,9 @@ class MpiGroup {
   /// not arrive, and a collective skipped on some ranks and waited in on
   /// others is named at once (RollCall::skip_found). Comm thread.
   void wait(MPI_Request& req, const CollectiveId& what) { wait(&req, 1, what); }
-  /// The same for `n` requests, done when all are.
-  void wait(MPI_Request* reqs, int n, const CollectiveId& what);
+  /// The same for `n` requests, done when all are (their statuses into
+  /// `statuses` when given).
+  void wait(MPI_Request* reqs, int n, const CollectiveId& what, MPI_Status* statuses = MPI_STATUSES_IGNORE);
   static constexpr double kLookEvery_s = 0.25;
   static constexpr double kRollCallAfter_s = 1.0;
 
@@ -125,7 +127,42 @@ class MpiGroup {
   /// blocking call, which would wait for this rank until the deadline. The
   /// wait goes on for at most kHeldGrace_s; if every rank arrives at the
   /// same collective, the caller runs it and then calls rethrow_held().
-  void arrive(const CollectiveId& what);
+  void arrive(const CollectiveId& what) { (void)exchange(what, nullptr, 0, true); }
+
+  /// One round of point-to-point messages among at most
+  /// kPointToPointArrival ranks: each rank sends every other a header (the
+  /// sequence number and signature of `what`) followed by `bytes` of
+  /// `payload`, and receives theirs, polled like any wait. Headers that
+  /// differ fail it on every rank, naming the desync. Returns where each
+  /// rank's payload is (rank r's at [r], this rank's a copy of `payload`),
+  /// valid until the next exchange. `hold`: failures the desync checks find
+  /// meanwhile are held (arrive); otherwise they are thrown at once.
+  ///
+  /// For an all-reduce or all-gather of at most kExchangeBytes in all
+  /// (exchanges()), this one round is the whole collective: each rank then
+  /// combines the payloads in rank order, so every rank computes the same
+  /// result. MPI's recursive doubling takes log2(p) rounds and, in its
+  /// non-blocking form, schedule bookkeeping that costs twice the blocking
+  /// call at these sizes; the header makes the desync check part of it.
+  const unsigned char* const* exchange(const CollectiveId& what, const void* payload, std::size_t bytes, bool hold);
+  /// A collective that is one exchange (exchanges()): its payloads, and the
+  /// rank has left it.
+  const unsigned char* const* exchange_collective(const CollectiveId& what, const void* payload, std::size_t bytes) {
+    const unsigned char* const* parts = exchange(what, payload, bytes, false);
+    liveness_leave();
+    return parts;
+  }
+  /// Whether a collective receiving `bytes_per_rank` from each peer runs as
+  /// one exchange.
+  bool exchanges(std::size_t bytes_per_rank) const {
+    return spans_ranks() && size <= kPointToPointArrival &&
+           bytes_per_rank * static_cast<std::size_t>(size - 1) <= kExchangeBytes;
+  }
+  /// The most payload one rank receives in one exchange, from all peers.
+  /// Each message stays within Open MPI's shared-memory eager size (4 KiB),
+  /// so a send completes without waiting for its receiver.
+  static constexpr std::size_t kExchangeBytes = 2048;
+  static constexpr std::size_t kHeaderBytes = 32;
   /// Throws the failure arrive() held, if any (after the blocking call).
   void rethrow_held() {
     if (!held_) return;
@@ -148,6 +185,10 @@ class MpiGroup {
   [[noreturn]] void timed_out(const CollectiveId& what, RollCall& roll);
   /// Set while arrive() waits: on_poll's failures are held (see arrive).
   bool hold_poll_failures_ = false;
+  /// Reused by every exchange; left to MPI (leaked) when one fails, since
+  /// its requests stay pending and a late peer would still write into it.
+  struct Exchange;
+  Exchange* exchange_ = nullptr;
   std::exception_ptr held_;
   /// The watchdog's message for a blocking collective of `bytes` that every
   /// rank arrived at after `arrived_s` and that is past its deadline. Called
