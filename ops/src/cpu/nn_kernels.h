@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -20,11 +21,12 @@ namespace tide::cpu_kernels {
 /// y [m, n] = x [m, k] w^T + b, where w is [n, k]; d.trans_b is set.
 template <typename T>
 void linear_forward(const T* x, const T* w, const T* b, T* y, GemmDims d) {
-  gemm(x, w, y, d);
-  for (std::int64_t i = 0; i < d.m; ++i) {
-    T* row = y + i * d.n;
-    for (std::int64_t j = 0; j < d.n; ++j) row[j] += b[j];
-  }
+  // Each row starts as the bias and the product accumulates onto it (BLAS's
+  // beta = 1): the bias costs a copy of its row rather than a second pass
+  // over y after the product.
+  const std::size_t row_bytes = static_cast<std::size_t>(d.n) * sizeof(T);
+  for (std::int64_t i = 0; i < d.m; ++i) std::memcpy(y + i * d.n, b, row_bytes);
+  gemm(x, w, y, d, true);
 }
 
 /// out[j] = sum over r of in[r, j], for in [rows, cols].
