@@ -262,4 +262,11 @@ struct Relu {
   TIDE_HOST_DEVICE T operator()(T x) const { return x < T(0) ? T(0) : x; }
 };
 
+/// where(cond, a, b): a where cond is not 0 (NaN counts as true, as in
+/// numpy), else b. cond's dtype may differ from a's and b's.
+struct Where {
+  template <typename C, typename T>
+  TIDE_HOST_DEVICE T operator()(C c, T a, T b) const { return c != C(0) ? a : b; }
+};
+
 }  // namespace tide::functors

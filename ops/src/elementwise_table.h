@@ -18,6 +18,9 @@
 //                           void* stream);
 //   template <typename S, typename D>
 //   static void convert(const void* in, void* out, std::int64_t n, void* stream);
+//   template <typename C, typename T>
+//   static void where(const void* cond, const void* a, const void* b, void* out,
+//                     std::int64_t n, void* stream);
 //
 // (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T, and
 // the second along a broadcast map), and the same table-building code serves
@@ -78,6 +81,15 @@ struct ElementwiseTable {
     });
   }
 
+  static void where(DType dtype, DType cond_dtype, const void* cond, const void* a, const void* b, void* out,
+                    std::int64_t n, void* stream) {
+    dispatch_dtype(cond_dtype, [&](auto c) {
+      dispatch_dtype(dtype, [&](auto t) {
+        Maps::template where<decltype(c), decltype(t)>(cond, a, b, out, n, stream);
+      });
+    });
+  }
+
   /// The scalar is converted to T here, on the host (static_cast, integers
   /// truncating toward zero), for every device.
   template <typename F, bool Reversed>
@@ -111,6 +123,7 @@ struct ElementwiseTable {
     t.strided_copy = &strided_copy;
     t.strided_scatter_add = &strided_scatter_add;
     t.cast = &cast;
+    t.where = &where;
 #undef TIDE_FILL_BINARY
 #undef TIDE_FILL_UNARY
     return t;

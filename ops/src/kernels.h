@@ -118,6 +118,11 @@ using StridedCopyFn = void (*)(DType dtype, const void* in, void* out, const Str
 /// out[i] = in[i] converted from dtype `from` to `to` (functors::ConvertTo).
 using CastFn = void (*)(DType from, DType to, const void* in, void* out, std::int64_t n, void* stream);
 
+/// out[i] = cond[i] != 0 ? a[i] : b[i] (functors::Where) over n elements:
+/// a, b and out of `dtype`, cond of `cond_dtype`. `out` may alias none of them.
+using WhereFn = void (*)(DType dtype, DType cond_dtype, const void* cond, const void* a, const void* b, void* out,
+                         std::int64_t n, void* stream);
+
 struct Elementwise {
   BinaryFn binary[kBinaryOps] = {};
   BroadcastFn broadcast[kBinaryOps] = {};
@@ -126,6 +131,7 @@ struct Elementwise {
   /// may reach one element of out, where a stride is 0). `out` never aliases `in`.
   StridedCopyFn strided_scatter_add = nullptr;
   CastFn cast = nullptr;
+  WhereFn where = nullptr;
   ScalarFn scalar[kBinaryOps] = {};    // a op s
   ScalarFn rscalar[kBinaryOps] = {};   // s op a
   UnaryFn unary[kUnaryOps] = {};

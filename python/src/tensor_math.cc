@@ -212,6 +212,27 @@ void bind_tensor_math(py::module_& m) {
   m.def("ge", TIDE_EITHER(ge), py::arg("a"), py::arg("b"), "1 where a >= b, else 0, in a's dtype");
   m.def("lt", TIDE_EITHER(lt), py::arg("a"), py::arg("b"), "1 where a < b, else 0, in a's dtype");
   m.def("le", TIDE_EITHER(le), py::arg("a"), py::arg("b"), "1 where a <= b, else 0, in a's dtype");
+  m.def(
+      "where",
+      [](const Tensor& cond, const py::object& a, const py::object& b) {
+        const bool ta = py::isinstance<Tensor>(a), tb = py::isinstance<Tensor>(b);
+        if (ta) {
+          const Tensor& x = a.cast<const Tensor&>();
+          return either(x, b, [&](const Tensor& u, const Tensor& v, Loc l) { return where(cond, u, v, l); },
+                        [&](const Tensor& u, double s, Loc l) { return where(cond, u, s, l); });
+        }
+        if (tb) {
+          const Tensor& y = b.cast<const Tensor&>();
+          return either(y, a, [&](const Tensor& v, const Tensor& u, Loc l) { return where(cond, u, v, l); },
+                        [&](const Tensor& v, double s, Loc l) { return where(cond, s, v, l); });
+        }
+        throw py::type_error("where: a or b must be a tide.Tensor (the other may be a number), got " +
+                             std::string(py::str(py::type::of(a).attr("__name__"))) + " and " +
+                             std::string(py::str(py::type::of(b).attr("__name__"))));
+      },
+      py::arg("cond"), py::arg("a"), py::arg("b"),
+      "a where cond is not 0 (NaN counts as true), else b, all three broadcast together; a and b of one dtype "
+      "(a number takes the other's), cond of any; differentiable in a and b");
   m.def("maximum", TIDE_EITHER(maximum), py::arg("a"), py::arg("b"), "the larger of a and b; NaN wins");
   m.def("minimum", TIDE_EITHER(minimum), py::arg("a"), py::arg("b"), "the smaller of a and b; NaN wins");
   m.def(

@@ -55,6 +55,12 @@ inline std::vector<GradCase> grad_cases() {
   c.push_back({"rpow", {{6}}, [](V x) { return rpow(x[0], 2.5); }});
   // A mean squared error, the first loss most users write.
   c.push_back({"mse", {{4, 3}, {4, 3}}, [](V x) { return mean(pow(x[0] - x[1], 2.0)); }});
+  // where: each value input gets the gradient where it was taken (the
+  // condition, fixed here, gets none); the stretched operands sum it back.
+  c.push_back({"where", {{3, 4}, {4}}, [](V x) {
+                 const Tensor cond = gt(reshape(arange(0, 12, 1, {x[0].dtype(), x[0].device()}), {3, 4}), 4.5);
+                 return where(cond, x[0], x[1]) * x[0];
+               }});
   c.push_back({"maximum minimum", {{3, 4}, {4}}, [](V x) { return maximum(x[0], x[1]) + minimum(x[0], x[1] * 0.5); }});
   c.push_back({"clamp", {{8}}, [](V x) { return clamp(x[0], -0.45, 0.55) + clamp(x[0], {}, 0.1); }});
   c.push_back({"cat", {{2, 3}, {2, 1}, {2, 4}}, [](V x) { return cat({x[0], x[1], x[2]}, 1); }});

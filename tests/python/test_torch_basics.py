@@ -190,3 +190,33 @@ def test_cat_stack_softmax_clamp_and_dropout():
     w = tide.tensor([0.5, -1.0], requires_grad=True)
     tide.cat([w, w * 2]).softmax(0).max().backward()
     assert w.grad is not None and w.grad.shape == (2,)
+
+
+def test_where_as_torch_where():
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(3, 4)).astype(np.float32)
+    b = rng.normal(size=(4,)).astype(np.float32)
+    cond = (rng.normal(size=(3, 1)) > 0).astype(np.float32)
+    got = tide.where(tide.tensor(cond), tide.tensor(a), tide.tensor(b))
+    assert got.shape == (3, 4)
+    np.testing.assert_array_equal(np.asarray(got), np.where(cond != 0, a, b))
+    # A comparison as the condition, a number on either side.
+    x = tide.tensor(a)
+    np.testing.assert_array_equal(np.asarray(tide.where(x > 0, x, 0.0)), np.where(a > 0, a, 0))
+    np.testing.assert_array_equal(np.asarray(tide.where(x > 0, -1, x)), np.where(a > 0, -1, a))
+    # Integer values keep their dtype; NaN in the condition counts as true.
+    c = tide.tensor([np.nan, 0.0, 2.0])
+    ints = tide.where(c, tide.tensor([1, 2, 3]), tide.tensor([7, 8, 9]))
+    assert ints.dtype == "i64"
+    assert ints.tolist() == [1, 8, 3]
+    with pytest.raises(TypeError):
+        tide.where(c, 1, 2)
+
+
+def test_where_gradients_go_where_each_input_was_taken():
+    a = tide.tensor([[1.0, -2.0], [3.0, -4.0]], requires_grad=True)
+    b = tide.tensor([10.0, 20.0], requires_grad=True)
+    out = tide.where(a > 0, a, b)
+    (out * tide.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    assert a.grad.tolist() == [[1.0, 0.0], [3.0, 0.0]]
+    assert b.grad.tolist() == [0.0, 6.0]  # summed over the rows it stretched to

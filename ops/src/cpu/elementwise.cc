@@ -21,6 +21,15 @@ struct CpuMaps {
     for (std::int64_t i = 0; i < n; ++i) o[i] = functors::ConvertTo<D>{}(x[i]);
   }
 
+  template <typename C, typename T>
+  static void where(const void* cond, const void* a, const void* b, void* out, std::int64_t n, void*) {
+    const C* c = static_cast<const C*>(cond);
+    const T* x = static_cast<const T*>(a);
+    const T* y = static_cast<const T*>(b);
+    T* o = static_cast<T*>(out);
+    for (std::int64_t i = 0; i < n; ++i) o[i] = functors::Where{}(c[i], x[i], y[i]);
+  }
+
   template <typename T, typename F>
   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void*) {
     const T* x = static_cast<const T*>(a);

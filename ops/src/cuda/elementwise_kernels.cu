@@ -248,6 +248,17 @@ struct CudaMaps {
     TIDE_CUDA_LAUNCH_CHECK();
   }
 
+  /// The scalar grid-stride loop: cond and the values differ in width, so
+  /// they share no pack.
+  template <typename C, typename T>
+  static void where(const void* cond, const void* a, const void* b, void* out, std::int64_t n, void* stream) {
+    if (n == 0) return;
+    map_kernel<T><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(out), n, functors::Where{},
+                                                                    static_cast<const C*>(cond),
+                                                                    static_cast<const T*>(a), static_cast<const T*>(b));
+    TIDE_CUDA_LAUNCH_CHECK();
+  }
+
   template <typename T, typename F>
   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream) {
     launch_map<T>(out, n, f, stream, static_cast<const T*>(a), static_cast<const T*>(b));

@@ -8,7 +8,8 @@
 // other, read through barriers and blockers.
 //
 // Differentiable: add, sub, mul, div (tensors, broadcasting, and scalars),
-// neg, exp, log, relu, matmul, linear, softmax_cross_entropy (its loss),
+// neg, exp, log, relu, where (in a and b), matmul, linear,
+// softmax_cross_entropy (its loss),
 // sum, mean, max (all elements or one axis; a max's gradient is shared
 // evenly among the elements that tie for it), the views (reshape, flatten,
 // squeeze, unsqueeze), the copies that reorder or pick (transpose, permute,

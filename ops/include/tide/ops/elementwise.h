@@ -44,6 +44,14 @@ Tensor le(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 /// Their gradient goes to the input that won, half to each on a tie.
 Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+/// a where cond is not 0, else b (NaN counts as not 0, as in numpy), all
+/// three broadcast together (numpy's rules); a and b of one dtype, cond of
+/// any (a comparison's 0/1 result, say). Differentiable in a and b: each
+/// gets the gradient where it was taken, 0 elsewhere. A scalar a or b is
+/// converted to the other's dtype, as the scalar forms below are.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor where(const Tensor& cond, const Tensor& a, double b, Loc loc = Loc::current());
+Tensor where(const Tensor& cond, double a, const Tensor& b, Loc loc = Loc::current());
 /// a to the power b, floating dtypes (the C library's pow: a negative base
 /// to a fractional power is NaN).
 Tensor pow(const Tensor& a, const Tensor& b, Loc loc = Loc::current());

@@ -1,0 +1,89 @@
+// where(cond, a, b): a select of two tensors by a third, broadcast together.
+#include <tide/ops/elementwise.h>
+#include <tide/ops/views.h>
+
+#include <string>
+#include <vector>
+
+#include "autograd/node.h"
+#include "autograd/record.h"
+#include "broadcast_map.h"
+#include "kernels.h"
+#include "op_util.h"
+
+namespace tide {
+
+namespace {
+
+using detail::op_prefix;
+
+/// t as a tensor of `shape`, which t broadcasts to: t itself when it has that
+/// shape already, else a copy through strided() with stride 0 along the
+/// axes it stretches (whose gradient sums back onto t).
+Tensor expanded(const Tensor& t, const Shape& shape, Loc loc) {
+  if (t.shape() == shape) return t;
+  const int nd = shape.ndim(), lead = nd - t.ndim();
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(nd), 0);
+  std::int64_t step = 1;
+  for (int d = t.ndim() - 1; d >= 0; --d) {
+    if (t.shape()[d] != 1) strides[static_cast<std::size_t>(d + lead)] = step;
+    step *= t.shape()[d];
+  }
+  return strided(t, shape, strides, 0, loc);
+}
+
+}  // namespace
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc) {
+  constexpr const char* name = "where";
+  Engine& e = detail::engine_of(name, cond, "cond");
+  detail::engine_of(name, a, "a");
+  detail::engine_of(name, b, "b");
+  detail::check_same_device(name, cond, a);
+  detail::check_same_device(name, a, b);
+  detail::check_same_dtype(name, a, b);
+  const Shape shape = detail::broadcast_shapes(name, detail::broadcast_shapes(name, cond.shape(), a.shape()), b.shape());
+  const Device dev = a.device();
+  const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).where);
+  // Operands that broadcast are expanded first (copies, in their own ops):
+  // the select itself walks three tensors of one shape.
+  const Tensor c = expanded(cond, shape, loc), x = expanded(a, shape, loc), y = expanded(b, shape, loc);
+  const DType dt = a.dtype(), ct = cond.dtype();
+  const std::int64_t n = shape.numel();
+  Tensor out = detail::push_new(
+      e, name, shape, dt, dev, {c.storage(), x.storage(), y.storage()},
+      [fn, dt, ct, n](const OpContext& ctx) {
+        fn(dt, ct, ctx.in<void>(0), ctx.in<void>(1), ctx.in<void>(2), ctx.out<void>(0), n, ctx.native_stream);
+      },
+      loc, -1, true);
+  if (autograd::wants(x, y)) [[unlikely]] {
+    // The gradient goes where each input was taken, 0 elsewhere; expanded()'s
+    // own node sums it back over the axes an input stretched.
+    const autograd::SavedTensor saved(c);
+    autograd::record(name, loc, out, {&x, &y},
+                     [saved](const Tensor& g, const autograd::Node& node, Loc l) {
+                       const Tensor cv = saved.get(node);
+                       const Tensor zero = zeros(g.shape(), {g.dtype(), g.device()}, l);
+                       std::vector<Tensor> r(2);
+                       if (node.needs_grad(0)) r[0] = where(cv, g, zero, l);
+                       if (node.needs_grad(1)) r[1] = where(cv, zero, g, l);
+                       return r;
+                     },
+                     {saved});
+  }
+  return out;
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, double b, Loc loc) {
+  if (!a.defined()) throw UndefinedTensorError(op_prefix("where") + "argument 'a' is an undefined tensor");
+  detail::check_scalar_fits("where", b, a.dtype());
+  return where(cond, a, full(Shape{}, b, {a.dtype(), a.device()}, loc), loc);
+}
+
+Tensor where(const Tensor& cond, double a, const Tensor& b, Loc loc) {
+  if (!b.defined()) throw UndefinedTensorError(op_prefix("where") + "argument 'b' is an undefined tensor");
+  detail::check_scalar_fits("where", a, b.dtype());
+  return where(cond, full(Shape{}, a, {b.dtype(), b.device()}, loc), b, loc);
+}
+
+}  // namespace tide
