@@ -60,10 +60,6 @@ EngineOptions EngineOptions::from_env() {
   return o;
 }
 
-StorageList::StorageList(std::initializer_list<std::shared_ptr<Storage>> l) {
-  for (auto& s : l) add(s);
-}
-
 void StorageList::add(std::shared_ptr<Storage> s) {
   if (n_ == kCapacity)
     throw UsageError("an op may list at most " + std::to_string(kCapacity) + " storages per set");

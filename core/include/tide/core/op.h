@@ -7,6 +7,7 @@
 #include <array>
 #include <initializer_list>
 #include <memory>
+#include <type_traits>
 #include <tide/core/loc.h>
 
 #include <tide/core/device.h>
@@ -55,13 +56,23 @@ class StorageList {
  public:
   static constexpr int kCapacity = 4;
   StorageList() = default;
-  StorageList(std::initializer_list<std::shared_ptr<Storage>> l);
+  /// The storages listed, in order: {a.storage(), b.storage()}. Each is
+  /// copied once into its slot (an initializer_list would copy each into a
+  /// temporary first, and every copy of a shared_ptr is an atomic update on
+  /// the push path).
+  template <typename... S>
+    requires(sizeof...(S) > 0 && (std::is_convertible_v<const S&, const std::shared_ptr<Storage>&> && ...))
+  StorageList(const S&... s) {
+    static_assert(sizeof...(S) <= kCapacity, "an op lists at most StorageList::kCapacity storages per set");
+    (put(s), ...);
+  }
   void add(std::shared_ptr<Storage> s);
   int size() const { return n_; }
   Storage* operator[](int i) const { return items_[static_cast<std::size_t>(i)].get(); }
   void clear();
 
  private:
+  void put(const std::shared_ptr<Storage>& s) { items_[static_cast<std::size_t>(n_++)] = s; }
   std::array<std::shared_ptr<Storage>, kCapacity> items_{};
   int n_ = 0;
 };
