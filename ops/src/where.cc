@@ -15,8 +15,6 @@ namespace tide {
 
 namespace {
 
-using detail::op_prefix;
-
 /// t as a tensor of `shape`, which t broadcasts to: t itself when it has that
 /// shape already, else a copy through strided() with stride 0 along the
 /// axes it stretches (whose gradient sums back onto t).
@@ -74,15 +72,27 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc) {
   return out;
 }
 
+namespace {
+
+/// The scalar forms' checks, before the scalar becomes a tensor (a fill op):
+/// everything the tensor form would refuse is refused with nothing queued.
+void check_with_scalar(const Tensor& cond, const Tensor& t, const char* role, double s) {
+  detail::engine_of("where", cond, "cond");
+  detail::engine_of("where", t, role);
+  detail::check_same_device("where", cond, t);
+  detail::check_scalar_fits("where", s, t.dtype());
+  (void)detail::broadcast_shapes("where", cond.shape(), t.shape());
+}
+
+}  // namespace
+
 Tensor where(const Tensor& cond, const Tensor& a, double b, Loc loc) {
-  if (!a.defined()) throw UndefinedTensorError(op_prefix("where") + "argument 'a' is an undefined tensor");
-  detail::check_scalar_fits("where", b, a.dtype());
+  check_with_scalar(cond, a, "a", b);
   return where(cond, a, full(Shape{}, b, {a.dtype(), a.device()}, loc), loc);
 }
 
 Tensor where(const Tensor& cond, double a, const Tensor& b, Loc loc) {
-  if (!b.defined()) throw UndefinedTensorError(op_prefix("where") + "argument 'b' is an undefined tensor");
-  detail::check_scalar_fits("where", a, b.dtype());
+  check_with_scalar(cond, b, "b", a);
   return where(cond, full(Shape{}, a, {b.dtype(), b.device()}, loc), b, loc);
 }
 

@@ -14,6 +14,11 @@
 //          arrival check compares the collectives before MPI is called)
 //   skip   feeds its all_reduce from an op that fails, so the engine skips
 //          it on rank 1 only (rank 0 runs it and waits)
+//   skipsmall  the same skip with 100 elements and the desync check off:
+//          small all-reduces are exchanges of headed messages, and a rank
+//          a collective ahead must be named as the skip it is (by the roll
+//          call, or by an exchange that sees its later header), never as a
+//          desync
 //   late   the same skip with the desync check off (TIDE_DESYNC_CHECK=0),
 //          and the other ranks reach step kBadStep 3 s late: rank 1 finds
 //          the skip alone (its roll call sees a peer in the collective it
@@ -67,8 +72,9 @@ std::string expected(const std::string& mode, int size) {
   if (mode == "large")
     return "desync at collective #10: " + others + " pushed all_reduce (100000 x f32, sum), "
            "rank 1 pushed broadcast (100000 x f32, root 0)";
-  return "collective #10 (all_reduce (1000 x f32, sum)) was skipped on rank 1, because its input comes from a "
-         "failed op (that rank's error names it), and run on " + others;
+  const std::string count = mode == "skipsmall" ? "100" : "1000";
+  return "collective #10 (all_reduce (" + count + " x f32, sum)) was skipped on rank 1, because its input comes "
+         "from a failed op (that rank's error names it), and run on " + others;
 }
 
 }  // namespace
@@ -77,16 +83,16 @@ int main(int argc, char** argv) {
   auto rt = tide::Runtime::init(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "";
   if (rt->size() < 2 || (mode != "order" && mode != "count" && mode != "small" && mode != "large" && mode != "skip" &&
-                         mode != "late")) {
-    std::printf("usage: mpirun -np N %s order|count|small|large|skip|late (N >= 2)\n", argv[0]);
+                         mode != "skipsmall" && mode != "late")) {
+    std::printf("usage: mpirun -np N %s order|count|small|large|skip|skipsmall|late (N >= 2)\n", argv[0]);
     return 2;
   }
-  if (!rt->world().desync_check() && mode != "late" && mode != "small") {
+  if (!rt->world().desync_check() && mode != "late" && mode != "small" && mode != "skipsmall") {
     std::printf("tide-desync-test: FAILED (the check is off: TIDE_DESYNC_CHECK=0?)\n");
     return 1;
   }
   const int rank = rt->rank();
-  const std::int64_t n = mode == "large" ? 100000 : mode == "small" ? 100 : 1000;
+  const std::int64_t n = mode == "large" ? 100000 : mode == "small" || mode == "skipsmall" ? 100 : 1000;
   tide::Tensor a = tide::full({n}, 1.0);
   tide::Tensor b = tide::full({n}, 2.0);
   tide::Tensor a_short = tide::full({n - 1}, 1.0);
@@ -105,7 +111,7 @@ int main(int argc, char** argv) {
     } else if (bad && (mode == "count" || mode == "small")) {
       rt->world().all_reduce_(a_short);
       rt->world().broadcast_(b, 0);
-    } else if (bad && (mode == "skip" || mode == "late")) {
+    } else if (bad && (mode == "skip" || mode == "skipsmall" || mode == "late")) {
       tide::Tensor g = from_failed_op(n);
       rt->world().all_reduce_(g);
       rt->world().broadcast_(b, 0);
@@ -126,11 +132,12 @@ int main(int argc, char** argv) {
   // explains (MPI's truncation of a shorter all-reduce, rank 1's own failed
   // op): the world's failure then names the desync first.
   bool named = failure.find(want) != std::string::npos;
-  if ((mode == "skip" || mode == "late") && !named) {
+  if ((mode == "skip" || mode == "skipsmall" || mode == "late") && !named) {
     // A rank judges the skip as soon as one peer has run collective #10:
     // with 3 or more ranks, a slower peer may not have reached it yet, and
     // the message then names the ranks known to have run it.
-    const std::string head = "collective #10 (all_reduce (1000 x f32, sum)) was skipped on rank 1, because its "
+    const std::string head = "collective #10 (all_reduce (" + std::to_string(n) +
+                             " x f32, sum)) was skipped on rank 1, because its "
                              "input comes from a failed op (that rank's error names it), and run on ";
     for (int r = 0; r < rt->size() && !named; ++r)
       if (r != 1) named = failure.find(head + "rank " + std::to_string(r) + ":") != std::string::npos;

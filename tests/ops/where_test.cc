@@ -121,6 +121,7 @@ TEST_P(WhereTest, ScalarValuesTakeTheOtherOperandsDtype) {
 TEST_P(WhereTest, BadArgumentsAreRefusedBeforeAnythingIsQueued) {
   const Tensor c = ones({3}), a = ones({3}), b = ones({3});
   const Tensor b64 = ones({3}, {DType::f64}), b4 = ones({4}), c21 = ones({2, 1}), a32 = ones({3, 2});
+  const Tensor i32 = ones({3}, {DType::i32});
   const std::uint64_t before = current_engine().pushed();
   EXPECT_THROW(where(c, a, b64), DTypeError);
   EXPECT_THROW(where(c, a, b4), ShapeError);
@@ -128,6 +129,13 @@ TEST_P(WhereTest, BadArgumentsAreRefusedBeforeAnythingIsQueued) {
   EXPECT_THROW(where(Tensor(), a, b), UndefinedTensorError);
   EXPECT_THROW(where(c, Tensor(), b), UndefinedTensorError);
   EXPECT_THROW(where(c, a, Tensor()), UndefinedTensorError);
+  // The scalar forms check everything before their scalar becomes a tensor.
+  EXPECT_THROW(where(Tensor(), a, 1.0), UndefinedTensorError);
+  EXPECT_THROW(where(c, Tensor(), 1.0), UndefinedTensorError);
+  EXPECT_THROW(where(Tensor(), 1.0, b), UndefinedTensorError);
+  EXPECT_THROW(where(c21, a32, 1.0), ShapeError);
+  EXPECT_THROW(where(c21, 1.0, a32), ShapeError);
+  EXPECT_THROW(where(c, i32, 1e12), ValueError);
   EXPECT_EQ(current_engine().pushed(), before);
 }
 

@@ -175,6 +175,28 @@ std::string MpiGroup::overdue(const CollectiveId& what, std::size_t bytes, doubl
   return os.str();
 }
 
+namespace {
+
+/// Ranks at different sequence numbers in one exchange: every rank pushes
+/// the same collectives, so the ones ahead decided the earliest of them
+/// without running it, which the engine does only to a collective whose
+/// input comes from a failed op. Named as the desync check names a skip;
+/// "" when every rank is at the same collective.
+std::string skip_in(const std::vector<std::uint64_t>& seqs, const std::vector<CollectiveSig>& sigs) {
+  const auto first = std::min_element(seqs.begin(), seqs.end());
+  if (first == seqs.end() || std::all_of(seqs.begin(), seqs.end(), [&](std::uint64_t q) { return q == *first; }))
+    return "";
+  std::vector<int> ran, skipped;
+  for (std::size_t r = 0; r < seqs.size(); ++r) (seqs[r] == *first ? ran : skipped).push_back(static_cast<int>(r));
+  const auto at = static_cast<std::size_t>(first - seqs.begin());
+  return "collective #" + std::to_string(*first) + " (" + CollectiveId::from_sig(sigs[at], *first).describe() +
+         ") was skipped on " + rank_list(skipped) +
+         ", because its input comes from a failed op (that rank's error names it), and run on " + rank_list(ran) +
+         ": the ranks' collectives no longer pair up";
+}
+
+}  // namespace
+
 struct MpiGroup::Exchange {
   /// Rank r's message (header, then payload) at r * kSlot; this rank's is
   /// the one it sends.
@@ -202,15 +224,20 @@ const unsigned char* const* MpiGroup::exchange(const CollectiveId& what, const v
     // Too many peers for a message each: the all-gather of the headers
     // (its messages grow as log p, not p), with no payload.
     TIDE_INTERNAL_ASSERT(bytes == 0, "an exchange with a payload among more than kPointToPointArrival ranks");
+    // The send buffer too lives on the heap: a failed wait leaves all three
+    // to MPI.
+    auto mine = std::make_unique<std::array<std::uint64_t, 4>>();
+    std::copy(std::begin(header), std::end(header), mine->begin());
     auto all = std::make_unique<std::vector<std::uint64_t>>(4 * static_cast<std::size_t>(size));
     auto req = std::make_unique<MPI_Request>();
     try {
-      if (int rc = MPI_Iallgather(header, 4, MPI_UINT64_T, all->data(), 4, MPI_UINT64_T, comm, req.get());
+      if (int rc = MPI_Iallgather(mine->data(), 4, MPI_UINT64_T, all->data(), 4, MPI_UINT64_T, comm, req.get());
           rc != MPI_SUCCESS)
         mpi_failed(rc, "MPI_Iallgather", what);
       wait(*req, what);
     } catch (...) {
-      (void)all.release();  // still MPI's (see Exchange); the communicator is broken, and the job ends
+      (void)mine.release();  // still MPI's (see Exchange); the communicator is broken, and the job ends
+      (void)all.release();
       (void)req.release();
       if (held_ && std::current_exception() != held_) held_ = nullptr;  // the wait's own failure says it
       throw;
@@ -273,7 +300,8 @@ const unsigned char* const* MpiGroup::exchange(const CollectiveId& what, const v
         seqs.push_back(h[0]);
         sigs.push_back(CollectiveSig{{h[1], h[2], h[3]}});
       }
-      std::string desync = diagnose_arrival(seqs, sigs);
+      std::string desync = skip_in(seqs, sigs);
+      if (desync.empty()) desync = diagnose_arrival(seqs, sigs);
       if (desync.empty()) desync = "desync at collective #" + std::to_string(what.seq) + ": messages of unequal length";
       held_ = nullptr;
       health_.fail(desync + " (seen as the ranks " + (bytes || !hold ? "exchanged it" : "arrived") + ", on rank " +

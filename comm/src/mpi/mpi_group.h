@@ -133,7 +133,11 @@ class MpiGroup {
   /// kPointToPointArrival ranks: each rank sends every other a header (the
   /// sequence number and signature of `what`) followed by `bytes` of
   /// `payload`, and receives theirs, polled like any wait. Headers that
-  /// differ fail it on every rank, naming the desync. Returns where each
+  /// differ fail it on every rank, naming the desync (or, when some rank is
+  /// at a later sequence number, the collective it skipped). A rank in
+  /// another kind of wait (a small broadcast, MPI's path for a larger
+  /// collective) sends no header here: the desync check and the roll calls
+  /// name that, as they do for MPI's non-blocking collectives. Returns where each
   /// rank's payload is (rank r's at [r], this rank's a copy of `payload`),
   /// valid until the next exchange. `hold`: failures the desync checks find
   /// meanwhile are held (arrive); otherwise they are thrown at once.
