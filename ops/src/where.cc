@@ -7,30 +7,12 @@
 
 #include "autograd/node.h"
 #include "autograd/record.h"
+#include "autograd/shape_grad.h"
 #include "broadcast_map.h"
 #include "kernels.h"
 #include "op_util.h"
 
 namespace tide {
-
-namespace {
-
-/// t as a tensor of `shape`, which t broadcasts to: t itself when it has that
-/// shape already, else a copy through strided() with stride 0 along the
-/// axes it stretches (whose gradient sums back onto t).
-Tensor expanded(const Tensor& t, const Shape& shape, Loc loc) {
-  if (t.shape() == shape) return t;
-  const int nd = shape.ndim(), lead = nd - t.ndim();
-  std::vector<std::int64_t> strides(static_cast<std::size_t>(nd), 0);
-  std::int64_t step = 1;
-  for (int d = t.ndim() - 1; d >= 0; --d) {
-    if (t.shape()[d] != 1) strides[static_cast<std::size_t>(d + lead)] = step;
-    step *= t.shape()[d];
-  }
-  return strided(t, shape, strides, 0, loc);
-}
-
-}  // namespace
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc) {
   constexpr const char* name = "where";
@@ -43,9 +25,11 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc) {
   const Shape shape = detail::broadcast_shapes(name, detail::broadcast_shapes(name, cond.shape(), a.shape()), b.shape());
   const Device dev = a.device();
   const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).where);
-  // Operands that broadcast are expanded first (copies, in their own ops):
+  // Operands that broadcast are expanded first (strided copies with zero
+  // strides, in their own ops, whose gradient sums back onto the operand):
   // the select itself walks three tensors of one shape.
-  const Tensor c = expanded(cond, shape, loc), x = expanded(a, shape, loc), y = expanded(b, shape, loc);
+  const Tensor c = autograd::expand(cond, shape, loc), x = autograd::expand(a, shape, loc),
+               y = autograd::expand(b, shape, loc);
   const DType dt = a.dtype(), ct = cond.dtype();
   const std::int64_t n = shape.numel();
   Tensor out = detail::push_new(
@@ -55,7 +39,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc) {
       },
       loc, -1, true);
   if (autograd::wants(x, y)) [[unlikely]] {
-    // The gradient goes where each input was taken, 0 elsewhere; expanded()'s
+    // The gradient goes where each input was taken, 0 elsewhere; expand's
     // own node sums it back over the axes an input stretched.
     const autograd::SavedTensor saved(c);
     autograd::record(name, loc, out, {&x, &y},
