@@ -153,6 +153,11 @@ IndexMap index_map(const Tensor& t, const py::object& key) {
     if (item.is_none()) continue;
     if (PyBool_Check(item.ptr()))  // numpy reads a bool as a mask, not as 0 or 1
       throw py::type_error("tide tensors take no boolean indices (masks)");
+    if (py::isinstance<Tensor>(item) || py::isinstance<py::array>(item))
+      throw py::type_error(
+          "tide tensors take ints, slices, None and ... as indices; a tensor or array as a mask works in "
+          "t[mask] = value only (reading t[mask] would give a length known only from the mask's values: "
+          "tide.where(mask, t, 0) keeps t's shape instead)");
     if (item.ptr() == Py_Ellipsis) ++ellipses;
     else if (PyIndex_Check(item.ptr()) || py::isinstance<py::slice>(item)) ++consumed;  // ints, numpy's ints
     else
@@ -279,7 +284,10 @@ std::function<Tensor()> assigned_value(const Tensor& t, const py::object& value,
 /// rather than write into a copy that t never sees. Every check runs before
 /// anything is pushed. `t[key] += x` lands here with the view itself,
 /// already updated: nothing is left to write.
+void set_masked(Tensor& t, const py::object& key, const py::object& value);
+
 void set_item(Tensor& t, const py::object& key, const py::object& value) {
+  if (py::isinstance<Tensor>(key) || py::isinstance<py::array>(key)) return set_masked(t, key, value);
   const Loc loc = here();
   const IndexMap m = index_map(t, key);
   Shape vs;
@@ -317,6 +325,39 @@ void set_item(Tensor& t, const py::object& key, const py::object& value) {
     v = strided(v, m.shape, st, 0, loc);
   }
   copy_(view, v, loc);
+}
+
+/// t[mask] = value, torch's masked assignment: value (a number, or a tensor
+/// that broadcasts to t's shape) written where mask (a tide tensor of any
+/// dtype or a numpy array, nonzero meaning true, broadcasting to t's shape)
+/// is true. Two ops, t = where(mask, value, t) in place; nothing read back.
+void set_masked(Tensor& t, const py::object& key, const py::object& value) {
+  const Loc loc = here();
+  t.check_defined("t[mask] = value");
+  Tensor mask;
+  if (py::isinstance<Tensor>(key)) {
+    mask = key.cast<Tensor>();
+    mask.check_defined("t[mask] = value");
+  } else {
+    py::array a = key.cast<py::array>();
+    if (a.dtype().kind() == 'b') a = a.attr("astype")("int32").cast<py::array>();
+    mask = from_numpy(a, t.device().str());
+  }
+  if (broadcast_shapes(mask.shape(), t.shape()) != t.shape())
+    throw ShapeError("tide: t[mask] = value: a mask of shape " + mask.shape().str() + " does not broadcast to t's shape " +
+                     t.shape().str());
+  Shape vs;
+  const auto make = assigned_value(t, value, vs, loc);
+  if (broadcast_shapes(vs, t.shape()) != t.shape())
+    throw ShapeError("tide: t[mask] = value: a value of shape " + vs.str() + " does not broadcast to t's shape " +
+                     t.shape().str());
+  if (GradMode::enabled() && (t.requires_grad() || (py::isinstance<Tensor>(value) &&
+                                                     value.cast<const Tensor&>().requires_grad())))
+    throw UsageError("t[mask] = value: an in-place write cannot be recorded for autograd, and a tensor involved "
+                     "requires a gradient. Run it with grad mode off (tide.no_grad()), as an optimizer step does");
+  if (t.numel() == 0) return;
+  const Tensor w = where(mask, make(), t, loc);
+  copy_(t, w, loc);
 }
 
 }  // namespace
@@ -396,7 +437,8 @@ void bind_tensors(py::module_& m) {
            "one run in order (t[i], t[a:b], t[i, a:b]), a copy otherwise")
       .def("__setitem__", &set_item,
            "t[key] = value (a tensor broadcast to t[key]'s shape, or a number), for keys that pick one run "
-           "in order; others raise IndexError")
+           "in order; others raise IndexError. t[mask] = value with a tensor or numpy array as the key writes "
+           "where the mask is nonzero (torch's masked assignment; the mask and value broadcast to t's shape)")
       .def(
           "reshape", [](const Tensor& t, const py::args& dims) { return reshape(t, dims_of(dims)); },
           "a view with other extents (one may be -1): shares the storage")

@@ -220,3 +220,27 @@ def test_where_gradients_go_where_each_input_was_taken():
     (out * tide.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
     assert a.grad.tolist() == [[1.0, 0.0], [3.0, 0.0]]
     assert b.grad.tolist() == [0.0, 6.0]  # summed over the rows it stretched to
+
+
+def test_masked_assignment_as_in_torch():
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(3, 4)).astype(np.float32)
+    x = tide.tensor(a)
+    x[x < 0] = 0.0  # the idiom: a comparison as the mask
+    np.testing.assert_array_equal(np.asarray(x), np.where(a < 0, 0, a))
+    # A numpy boolean mask, a tensor value broadcast along the rows.
+    y = tide.tensor(a)
+    mask = np.array([True, False, True, False])
+    y[mask] = tide.tensor([1.0, 2.0, 3.0, 4.0])
+    want = a.copy()
+    want[:, mask] = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)[mask]
+    np.testing.assert_array_equal(np.asarray(y), want)
+    # Integers stay exact; a mask that does not broadcast is refused.
+    z = tide.tensor([1, 2, 3])
+    z[tide.tensor([0, 1, 1])] = 2 ** 40
+    assert z.tolist() == [1, 2 ** 40, 2 ** 40]
+    with pytest.raises(tide.ShapeError):
+        z[tide.tensor([1, 0])] = 0
+    # Reading with a mask says what to do instead.
+    with pytest.raises(TypeError, match="where"):
+        x[x > 0]
