@@ -17,25 +17,13 @@ T add(T a, T b) {
   }
 }
 
-// NaN wins, then the larger (smaller) value; written without branches on
-// the data so that the loops vectorize.
-template <typename T>
-T larger(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    const T m = a < b ? b : a;
-    return a != a ? a : (b != b ? b : m);
-  } else {
-    return a < b ? b : a;
-  }
-}
-template <typename T>
-T smaller(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    const T m = b < a ? b : a;
-    return a != a ? a : (b != b ? b : m);
-  } else {
-    return b < a ? b : a;
-  }
+// NaN wins, then the larger (Larger) or smaller value; written without
+// branches on the data so that the loops vectorize.
+template <bool Larger, typename T>
+T extreme(T a, T b) {
+  const T m = (Larger ? a < b : b < a) ? b : a;
+  if constexpr (std::is_floating_point_v<T>) return a != a ? a : (b != b ? b : m);
+  return m;
 }
 
 template <typename T, typename F>
@@ -63,8 +51,8 @@ void combine_in_rank_order(void* out, const unsigned char* const* parts, int ran
     T* o = static_cast<T*>(out);
     std::memcpy(o, parts[0], static_cast<std::size_t>(n) * sizeof(T));
     switch (op) {
-      case ReduceOp::max: fold<T>(o, parts, ranks, n, [](T a, T b) { return larger(a, b); }); break;
-      case ReduceOp::min: fold<T>(o, parts, ranks, n, [](T a, T b) { return smaller(a, b); }); break;
+      case ReduceOp::max: fold<T>(o, parts, ranks, n, [](T a, T b) { return extreme<true>(a, b); }); break;
+      case ReduceOp::min: fold<T>(o, parts, ranks, n, [](T a, T b) { return extreme<false>(a, b); }); break;
       case ReduceOp::sum:
       case ReduceOp::avg: fold<T>(o, parts, ranks, n, [](T a, T b) { return add(a, b); }); break;
     }

@@ -1,6 +1,7 @@
 // What the parts of the Python module share (python/src/).
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <string>
@@ -17,6 +18,10 @@ DType parse_dtype(const std::string& s);
 /// Refuses requires_grad for an integer dtype before anything is made (the
 /// same DTypeError set_requires_grad gives afterwards).
 void check_grad_dtype(bool requires_grad, DType dtype);
+
+/// A copy of numpy array `a` on `device` (made now: later changes to `a`
+/// are not seen): float32, float64, int32 and int64, either byte order.
+Tensor from_numpy(const pybind11::array& a, const std::string& device);
 
 /// Tensors, creation, elementwise, reduction, linear algebra and nn ops.
 void bind_tensors(pybind11::module_& m);

@@ -1,0 +1,257 @@
+#include "indexing.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "call_site.h"
+
+namespace py = pybind11;
+
+namespace tide::python {
+
+namespace {
+
+/// Where basic indexing (ints, slices, None and one Ellipsis, alone or in a
+/// tuple, as numpy reads them) takes its elements: the arguments of
+/// tide::strided. Checks the key and pushes nothing. An int out of range
+/// raises IndexError, so that iterating over a tensor stops at its end.
+struct IndexMap {
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  std::int64_t offset = 0;
+};
+
+IndexMap index_map(const Tensor& t, const py::object& key) {
+  t.check_defined("indexing");
+  py::tuple items = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
+  int consumed = 0, ellipses = 0;
+  for (const py::handle item : items) {
+    if (item.is_none()) continue;
+    if (PyBool_Check(item.ptr()))  // numpy reads a bool as a mask, not as 0 or 1
+      throw py::type_error("tide tensors take no boolean indices (masks)");
+    if (py::isinstance<Tensor>(item) || py::isinstance<py::array>(item))
+      throw py::type_error(
+          "tide tensors take ints, slices, None and ... as indices; a tensor or array as a mask works in "
+          "t[mask] = value only (reading t[mask] would give a length known only from the mask's values: "
+          "tide.where(mask, t, 0) keeps t's shape instead)");
+    if (item.ptr() == Py_Ellipsis) ++ellipses;
+    else if (PyIndex_Check(item.ptr()) || py::isinstance<py::slice>(item)) ++consumed;  // ints, numpy's ints
+    else
+      throw py::type_error("tide tensors take ints, slices, None and ... as indices, not " +
+                           std::string(py::str(py::type::of(item).attr("__name__"))));
+  }
+  if (ellipses > 1) throw py::index_error("an index can only have a single ellipsis ('...')");
+  if (consumed > t.ndim())
+    throw py::index_error("too many indices for a tensor of shape " + t.shape().str() + ": " +
+                          std::to_string(consumed) + " given");
+  std::vector<std::int64_t> from(static_cast<std::size_t>(t.ndim()));
+  for (std::int64_t d = t.ndim() - 1, step = 1; d >= 0; --d) {
+    from[static_cast<std::size_t>(d)] = step;
+    step *= t.shape()[static_cast<int>(d)];
+  }
+  IndexMap m;
+  int axis = 0;
+  auto keep_axis = [&] {
+    m.shape.push_back(t.shape()[axis]);
+    m.strides.push_back(from[static_cast<std::size_t>(axis)]);
+    ++axis;
+  };
+  for (const py::handle item : items) {
+    if (item.is_none()) {
+      m.shape.push_back(1);
+      m.strides.push_back(0);
+    } else if (item.ptr() == Py_Ellipsis) {
+      for (int k = t.ndim() - consumed; k > 0; --k) keep_axis();
+    } else if (PyIndex_Check(item.ptr())) {
+      const std::int64_t n = t.shape()[axis];
+      const py::int_ index = py::reinterpret_steal<py::int_>(PyNumber_Index(item.ptr()));
+      if (!index) throw py::error_already_set();
+      const long long wide = PyLong_AsLongLong(index.ptr());
+      if (wide == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw py::index_error("index " + py::repr(index).cast<std::string>() + " is out of range for axis " +
+                              std::to_string(axis) + " of extent " + std::to_string(n));
+      }
+      std::int64_t i = wide;
+      if (i < -n || i >= n)
+        throw py::index_error("index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
+                              " of extent " + std::to_string(n));
+      if (i < 0) i += n;
+      m.offset += i * from[static_cast<std::size_t>(axis)];
+      ++axis;
+    } else {
+      std::size_t start = 0, stop = 0, step = 0, length = 0;
+      const auto n = static_cast<std::size_t>(t.shape()[axis]);
+      if (!py::reinterpret_borrow<py::slice>(item).compute(n, &start, &stop, &step, &length))
+        throw py::error_already_set();
+      // One element or none walks nowhere: stride 0 (a huge step would overflow).
+      const auto st = length > 1 ? static_cast<std::int64_t>(static_cast<py::ssize_t>(step)) : 0;
+      m.shape.push_back(static_cast<std::int64_t>(length));
+      m.strides.push_back(from[static_cast<std::size_t>(axis)] * st);
+      if (length > 0) m.offset += static_cast<std::int64_t>(start) * from[static_cast<std::size_t>(axis)];
+      ++axis;
+    }
+  }
+  while (axis < t.ndim()) keep_axis();
+  return m;
+}
+
+/// Whether the map picks one run of consecutive elements in order (what
+/// tide::strided returns as a view): every axis longer than 1 steps by the
+/// elements of the axes after it.
+bool picks_one_run(const IndexMap& m) {
+  std::int64_t run = 1;
+  for (int d = m.shape.ndim() - 1; d >= 0; --d) {
+    const std::int64_t ext = m.shape[d];
+    if (ext == 1) continue;
+    if (m.strides[static_cast<std::size_t>(d)] != run) return false;
+    run *= ext;
+  }
+  return true;
+}
+
+}  // namespace
+
+/// t[key]: a view sharing t's storage when the elements picked are one run
+/// in order (t[i], t[a:b], t[i, a:b]), and a copy otherwise (a column, a
+/// step; tide tensors have no strides: see tide::strided).
+Tensor get_item(const Tensor& t, const py::object& key) {
+  const Loc loc = here();
+  const IndexMap m = index_map(t, key);
+  return strided(t, m.shape, m.strides, m.offset, loc);
+}
+
+namespace {
+
+/// The value of t[key] = value as a tensor of t's dtype: a tensor as it is,
+/// a number (Python's, numpy's: anything with __index__ or __float__) as
+/// one element, exactly (an integer is not rounded through a double).
+/// Checks first; pushes only once `make` is called.
+std::function<Tensor()> assigned_value(const Tensor& t, const py::object& value, Shape& shape, Loc loc) {
+  if (py::isinstance<Tensor>(value)) {
+    const Tensor v = value.cast<Tensor>();
+    v.check_defined("t[key] = value");
+    if (v.dtype() != t.dtype())
+      throw DTypeError(std::string("tide: t[key] = value: value is ") + dtype_name(v.dtype()) + ", t is " +
+                       dtype_name(t.dtype()) + "; tide does not promote types");
+    shape = v.shape();
+    return [v] { return v; };
+  }
+  shape = Shape{};
+  const Device dev = t.device();
+  if (PyIndex_Check(value.ptr()) && !PyFloat_Check(value.ptr())) {
+    const auto i = value.cast<std::int64_t>();  // OverflowError beyond 64 bits
+    return dispatch_dtype(t.dtype(), [&](auto tag) -> std::function<Tensor()> {
+      using T = decltype(tag);
+      if constexpr (std::is_integral_v<T>) {
+        if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+          throw ValueError("tide: t[key] = " + std::to_string(i) + ": out of range for " + dtype_name(t.dtype()));
+      }
+      const T v = static_cast<T>(i);
+      return [v, dev, loc] { return from_vector(std::vector<T>{v}, Shape{}, dev, loc); };
+    });
+  }
+  if (!PyFloat_Check(value.ptr()) && !py::hasattr(value, "__float__"))
+    throw py::type_error("tide: t[key] = value takes a tide.Tensor or a number, not " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  const double d = py::float_(value).cast<double>();  // into an integer dtype, full() truncates or refuses
+  return [d, dev, dt = t.dtype(), loc] { return full(Shape{}, d, {dt, dev}, loc); };
+}
+
+void set_masked(Tensor& t, const py::object& key, const py::object& value);
+
+}  // namespace
+
+/// t[key] = value: value (a tensor broadcast to t[key]'s shape, numpy's
+/// rules, or a number) written into t, where the key picks one run of
+/// elements (the keys whose t[key] is a view). Other keys raise IndexError
+/// rather than write into a copy that t never sees. Every check runs before
+/// anything is pushed. `t[key] += x` lands here with the view itself,
+/// already updated: nothing is left to write.
+void set_item(Tensor& t, const py::object& key, const py::object& value) {
+  if (py::isinstance<Tensor>(key) || py::isinstance<py::array>(key)) return set_masked(t, key, value);
+  const Loc loc = here();
+  const IndexMap m = index_map(t, key);
+  Shape vs;
+  const auto make = assigned_value(t, value, vs, loc);
+  // numpy drops a value's leading axes of extent 1 beyond the target's.
+  Shape fitted = vs;
+  while (fitted.ndim() > m.shape.ndim() && fitted[0] == 1) fitted = fitted.without(0);
+  if (broadcast_shapes(m.shape, fitted) != m.shape)
+    throw ShapeError("tide: t[key] = value: a value of shape " + vs.str() + " does not broadcast to t[key]'s shape " +
+                     m.shape.str());
+  if (m.shape.numel() == 0) return;
+  if (GradMode::enabled() && (t.requires_grad() || (py::isinstance<Tensor>(value) &&
+                                                     value.cast<const Tensor&>().requires_grad())))
+    throw UsageError("t[key] = value: an in-place write cannot be recorded for autograd, and a tensor involved "
+                     "requires a gradient. Run it with grad mode off (tide.no_grad()), as an optimizer step does");
+  if (!picks_one_run(m))
+    throw py::index_error("tide: assignment to t[" + py::repr(key).cast<std::string>() +
+                          "] needs the elements picked to be one run in order (a row, a leading slice, "
+                          "t[i, a:b]), since only those are views; this key picks " +
+                          std::to_string(m.shape.numel()) + " elements spread over t's storage");
+  Tensor view = strided(t, m.shape, m.strides, m.offset, loc);  // a view: nothing pushed
+  Tensor v = make();
+  if (v.is_same(view) && v.storage()->offset() == view.storage()->offset() && v.shape() == view.shape()) return;
+  if (fitted != vs) v = reshape(v, std::vector<std::int64_t>(fitted.begin(), fitted.end()));
+  if (v.shape() != m.shape) {
+    // numpy's broadcast as a gather with zero strides: the values as they
+    // are (-0 stays -0), one op.
+    std::vector<std::int64_t> st(static_cast<std::size_t>(m.shape.ndim()), 0);
+    const int lead = m.shape.ndim() - v.ndim();
+    std::int64_t step = 1;
+    for (int d = v.ndim() - 1; d >= 0; --d) {
+      if (v.shape()[d] != 1) st[static_cast<std::size_t>(d + lead)] = step;
+      step *= v.shape()[d];
+    }
+    v = strided(v, m.shape, st, 0, loc);
+  }
+  copy_(view, v, loc);
+}
+
+namespace {
+
+/// t[mask] = value, torch's masked assignment: value (a number, or a tensor
+/// that broadcasts to t's shape) written where mask (a tide tensor of any
+/// dtype or a numpy array, nonzero meaning true, broadcasting to t's shape)
+/// is true. Two ops, t = where(mask, value, t) in place; nothing read back.
+void set_masked(Tensor& t, const py::object& key, const py::object& value) {
+  const Loc loc = here();
+  t.check_defined("t[mask] = value");
+  Tensor mask;
+  if (py::isinstance<Tensor>(key)) {
+    mask = key.cast<Tensor>();
+    mask.check_defined("t[mask] = value");
+  } else {
+    py::array a = key.cast<py::array>();
+    if (a.dtype().kind() == 'b') a = a.attr("astype")("int32").cast<py::array>();
+    mask = from_numpy(a, t.device().str());
+  }
+  if (broadcast_shapes(mask.shape(), t.shape()) != t.shape())
+    throw ShapeError("tide: t[mask] = value: a mask of shape " + mask.shape().str() + " does not broadcast to t's shape " +
+                     t.shape().str());
+  Shape vs;
+  const auto make = assigned_value(t, value, vs, loc);
+  if (broadcast_shapes(vs, t.shape()) != t.shape())
+    throw ShapeError("tide: t[mask] = value: a value of shape " + vs.str() + " does not broadcast to t's shape " +
+                     t.shape().str());
+  if (GradMode::enabled() && (t.requires_grad() || (py::isinstance<Tensor>(value) &&
+                                                     value.cast<const Tensor&>().requires_grad())))
+    throw UsageError("t[mask] = value: an in-place write cannot be recorded for autograd, and a tensor involved "
+                     "requires a gradient. Run it with grad mode off (tide.no_grad()), as an optimizer step does");
+  if (t.numel() == 0) return;
+  const Tensor w = where(mask, make(), t, loc);
+  copy_(t, w, loc);
+}
+
+}  // namespace
+
+
+}  // namespace tide::python
