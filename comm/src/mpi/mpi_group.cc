@@ -195,6 +195,13 @@ std::string skip_in(const std::vector<std::uint64_t>& seqs, const std::vector<Co
          ": the ranks' collectives no longer pair up";
 }
 
+/// What differs among the ranks' headers: a skip (some rank ahead), else
+/// the collectives that differ; "" when nothing does.
+std::string mismatch_in(const std::vector<std::uint64_t>& seqs, const std::vector<CollectiveSig>& sigs) {
+  const std::string skip = skip_in(seqs, sigs);
+  return skip.empty() ? diagnose_arrival(seqs, sigs) : skip;
+}
+
 }  // namespace
 
 struct MpiGroup::Exchange {
@@ -248,7 +255,7 @@ const unsigned char* const* MpiGroup::exchange(const CollectiveId& what, const v
       seqs[r] = (*all)[4 * r];
       for (int w = 0; w < 3; ++w) sigs[r].w[w] = (*all)[4 * r + 1 + static_cast<std::size_t>(w)];
     }
-    if (const std::string desync = diagnose_arrival(seqs, sigs); !desync.empty()) {
+    if (const std::string desync = mismatch_in(seqs, sigs); !desync.empty()) {
       held_ = nullptr;
       health_.fail(desync + " (seen as the ranks arrived, on rank " + std::to_string(rank) + " of " + peers() + ")",
                    true);
@@ -281,8 +288,6 @@ const unsigned char* const* MpiGroup::exchange(const CollectiveId& what, const v
         if (int rc = MPI_Isend(mine, message, MPI_BYTE, r, kArrivalTag, comm, &x.reqs[n++]); rc != MPI_SUCCESS)
           mpi_failed(rc, "MPI_Isend", what);
     wait(x.reqs, n, what, x.statuses);
-    std::vector<std::uint64_t> seqs;
-    std::vector<CollectiveSig> sigs;
     bool same = true;
     for (int r = 0, i = 0; r < size; ++r) {
       const unsigned char* m = x.slot(r);
@@ -294,14 +299,15 @@ const unsigned char* const* MpiGroup::exchange(const CollectiveId& what, const v
     if (!same) {
       // Some rank is at another collective (a message of another length is
       // another collective too: the signature holds the byte count).
+      std::vector<std::uint64_t> seqs;
+      std::vector<CollectiveSig> sigs;
       for (int r = 0; r < size; ++r) {
         std::uint64_t h[4];
         std::memcpy(h, x.slot(r), kHeaderBytes);
         seqs.push_back(h[0]);
         sigs.push_back(CollectiveSig{{h[1], h[2], h[3]}});
       }
-      std::string desync = skip_in(seqs, sigs);
-      if (desync.empty()) desync = diagnose_arrival(seqs, sigs);
+      std::string desync = mismatch_in(seqs, sigs);
       if (desync.empty()) desync = "desync at collective #" + std::to_string(what.seq) + ": messages of unequal length";
       held_ = nullptr;
       health_.fail(desync + " (seen as the ranks " + (bytes || !hold ? "exchanged it" : "arrived") + ", on rank " +
