@@ -61,15 +61,19 @@ bool clock_report(int device, ClockReport& out);
 
 /// A block of `device`'s memory for a storage (a distinct pointer even for
 /// 0 bytes); throws tide::OutOfMemoryError when the device has no room.
-/// Called from the frontend thread at push time.
+/// Called from the frontend thread at push time. Freed blocks are cached on
+/// the host by size class (block_cache.h) and handed out again without a
+/// call to the driver.
 void* alloc(int device, std::size_t nbytes);
-/// Returns a block alloc() gave. Called when a storage's last reference
-/// drops, which is after the last op using it has completed on the device.
-void free(int device, void* p) noexcept;
+/// Returns a block alloc(device, nbytes) gave. Called when a storage's last
+/// reference drops, which is after the last op using it has completed on
+/// the device.
+void free(int device, void* p, std::size_t nbytes) noexcept;
 /// Waits for all work queued on `device` (cudaDeviceSynchronize), keeping
 /// the calling thread's current device; errors are swallowed.
 void synchronize_device(int device) noexcept;
-/// Bytes of `device`'s memory now handed out to storages (throws
+/// Bytes of `device`'s memory now handed out to storages, in whole size
+/// classes (throws
 /// tide::DeviceError for a device this process does not have).
 std::uint64_t memory_used(int device);
 

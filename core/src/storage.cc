@@ -56,7 +56,7 @@ Storage::Storage(const std::shared_ptr<Storage>& base, std::size_t offset, std::
 Storage::~Storage() {
   if (base_) return;  // a view: the owner gives the memory back
   if (device_.is_cuda()) {
-    backend::free(device_.index, data_);
+    backend::free(device_.index, data_, nbytes_);
     return;
   }
   cpu_cache::release(device_.index, data_, nbytes_);

@@ -3,49 +3,90 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <tide/core/cuda_check.h>
 
+#include "../block_cache.h"
 #include "../memory.h"
 
 namespace tide::backend {
 
 namespace {
 
-/// Per device: the storages' pool and the idle stream allocations run on.
-struct DeviceMemory {
+/// The storages' pool of a device, as the Source of its block cache: blocks
+/// are taken and given back on an idle stream of its own.
+struct PoolSource final : BlockCache::Source {
   cudaMemPool_t pool = nullptr;
   cudaStream_t stream = nullptr;
+
+  void* take(std::size_t bytes) override {
+    void* p = nullptr;
+    const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool, stream);
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // not sticky: the device stays usable
+      return nullptr;
+    }
+    TIDE_CUDA_CHECK(e);
+    return p;
+  }
+  void give(void* block, std::size_t) noexcept override {
+    // Errors here (a dead context at exit) cannot be reported.
+    if (cudaFreeAsync(block, stream) != cudaSuccess) cudaGetLastError();
+  }
+  void settle() noexcept override {
+    // The frees take effect, and the pool returns what it holds unused to
+    // the driver, so that a request of another size can be mapped afresh.
+    if (cudaStreamSynchronize(stream) != cudaSuccess || cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+      cudaGetLastError();
+  }
 };
 
-/// Bytes the pool keeps cached after frees (TIDE_CUDA_POOL_KEEP_MB): by
-/// default everything, like a caching allocator; a smaller value returns
-/// memory to the driver at the next synchronization.
-std::uint64_t pool_release_threshold() {
-  if (const char* v = std::getenv("TIDE_CUDA_POOL_KEEP_MB"); v && *v) {
-    char* end = nullptr;
-    unsigned long long mb = std::strtoull(v, &end, 10);
-    if (*end != '\0')
-      throw ValueError(std::string("TIDE_CUDA_POOL_KEEP_MB=") + v + ": expected a number of MiB");
-    return static_cast<std::uint64_t>(mb) << 20;
-  }
-  return std::numeric_limits<std::uint64_t>::max();
+/// Per device: the pool and the host-side cache in front of it.
+struct DeviceMemory {
+  PoolSource source;
+  std::unique_ptr<BlockCache> cache;
+};
+
+constexpr int kMaxDevices = 64;
+
+/// TIDE_CUDA_POOL_KEEP_MB: the most freed memory kept for reuse, in MiB; by
+/// default everything, like a caching allocator. Read once.
+std::optional<std::uint64_t> keep_bytes() {
+  static const std::optional<std::uint64_t> keep = []() -> std::optional<std::uint64_t> {
+    if (auto mb = memory::whole_number_env("TIDE_CUDA_POOL_KEEP_MB", "MiB")) return *mb << 20;
+    return std::nullopt;
+  }();
+  return keep;
 }
 
 DeviceMemory& memory(int device) {
-  static std::mutex mutex;
-  static std::unordered_map<int, DeviceMemory> devices;
-  std::lock_guard<std::mutex> lock(mutex);
-  DeviceMemory& m = devices[device];
-  if (!m.pool) {
+  // Never destroyed: storages may die during static destruction. The fast
+  // path (every allocation and free) is one load.
+  static auto* slots = new std::array<std::atomic<DeviceMemory*>, kMaxDevices>();
+  static auto* mutex = new std::mutex();
+  if (device < 0 || device >= kMaxDevices)
+    throw DeviceError("cuda:" + std::to_string(device) + " is past the " + std::to_string(kMaxDevices) +
+                      " GPUs tide can use");
+  auto& slot = (*slots)[static_cast<std::size_t>(device)];
+  if (DeviceMemory* m = slot.load(std::memory_order_acquire)) return *m;
+  std::lock_guard<std::mutex> lock(*mutex);
+  if (DeviceMemory* m = slot.load(std::memory_order_acquire)) return *m;
+  auto made = std::make_unique<DeviceMemory>();
+  DeviceMemory& m = *made;
+  {
+    const std::optional<std::uint64_t> keep = keep_bytes();  // a bad value throws before anything is made
     int prev = 0;
     TIDE_CUDA_CHECK(cudaGetDevice(&prev));
     TIDE_CUDA_CHECK(cudaSetDevice(device));
@@ -59,14 +100,18 @@ DeviceMemory& memory(int device) {
     props.location.id = device;
     cudaMemPool_t pool = nullptr;
     TIDE_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
-    std::uint64_t keep = pool_release_threshold();
-    TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    // The cache keeps freed blocks up to the limit; past it, the pool keeps
+    // nothing. Without a limit both keep everything.
+    std::uint64_t threshold = keep ? 0 : std::numeric_limits<std::uint64_t>::max();
+    TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     int no = 0;
     TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no));
-    TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+    TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&m.source.stream, cudaStreamNonBlocking));
     TIDE_CUDA_CHECK(cudaSetDevice(prev));
-    m.pool = pool;
+    m.source.pool = pool;
+    m.cache = std::make_unique<BlockCache>(m.source, keep ? *keep : std::numeric_limits<std::uint64_t>::max());
   }
+  slot.store(made.release(), std::memory_order_release);
   return m;
 }
 
@@ -180,23 +225,14 @@ void copy_device_to_host(cudaStream_t s, int dev, char* dst, const char* src, st
 }  // namespace
 
 void* alloc(int device, std::size_t nbytes) {
-  DeviceMemory& m = memory(device);
-  void* p = nullptr;
-  // A zero-byte tensor still gets a distinct, valid pointer.
-  const cudaError_t e = cudaMallocFromPoolAsync(&p, std::max<std::size_t>(nbytes, 256), m.pool, m.stream);
-  if (e == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky: the device stays usable
-    throw_out_of_memory(device, nbytes);
-  }
-  TIDE_CUDA_CHECK(e);
+  void* p = memory(device).cache->allocate(nbytes);
+  if (!p) throw_out_of_memory(device, nbytes);
   return p;
 }
 
-void free(int device, void* p) noexcept {
+void free(int device, void* p, std::size_t nbytes) noexcept {
   if (!p) return;
-  DeviceMemory& m = memory(device);
-  // Errors here (a dead context at exit) cannot be reported from a destructor.
-  if (cudaFreeAsync(p, m.stream) != cudaSuccess) cudaGetLastError();
+  memory(device).cache->release(p, nbytes);
 }
 
 void synchronize_device(int device) noexcept {
@@ -209,12 +245,7 @@ void synchronize_device(int device) noexcept {
 std::uint64_t memory_used(int device) {
   if (device < 0 || device >= device_count())
     throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
-  DeviceMemory& m = memory(device);
-  // Frees are stream-ordered: let the ones issued so far take effect.
-  TIDE_CUDA_CHECK(cudaStreamSynchronize(m.stream));
-  std::uint64_t used = 0;
-  TIDE_CUDA_CHECK(cudaMemPoolGetAttribute(m.pool, cudaMemPoolAttrUsedMemCurrent, &used));
-  return used;
+  return memory(device).cache->stats().in_use_bytes;
 }
 
 void* cuda_impl::create_stream(int device, StreamKind kind) {

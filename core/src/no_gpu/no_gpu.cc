@@ -30,7 +30,7 @@ DeviceGuard::DeviceGuard(int device, bool) { not_built(gpu(device)); }
 DeviceGuard::~DeviceGuard() = default;
 
 void* alloc(int device, std::size_t) { not_built("cannot allocate on " + gpu(device)); }
-void free(int, void*) noexcept {}
+void free(int, void*, std::size_t) noexcept {}
 void synchronize_device(int) noexcept {}
 std::uint64_t memory_used(int device) { not_built(gpu(device)); }
 
