@@ -117,14 +117,15 @@ struct Fault {
 };
 
 /// The GPU side of one tide stream: a native stream and a ring of events,
-/// one recorded after each op the stream's worker launches.
+/// recorded after runs of the ops the stream's worker launches (an event
+/// after op `seq` shows every op up to it done; Stream::cover says when).
 ///
-/// The event of op `seq` lives in slot seq % kRing. Three threads use a
-/// lane: its stream's worker records events; the workers of other GPU
-/// streams make their native streams wait on them (the host does not
-/// block); its stream's completion thread waits for them in order and so
-/// learns what the GPU has finished. The caller (Stream) records op `seq`
-/// only once op seq - kRing has completed.
+/// The event recorded after op `seq` lives in slot seq % kRing. Three
+/// threads use a lane: its stream's worker records events; the workers of
+/// other GPU streams make their native streams wait on them (the host does
+/// not block); its stream's completion thread waits for them in order and
+/// so learns what the GPU has finished. The caller (Stream) records after
+/// op `seq` only once op seq - kRing has completed.
 class Lane {
  public:
   /// Ops a stream may have launched and not completed; its worker waits
@@ -136,15 +137,17 @@ class Lane {
   virtual int device() const = 0;
   /// The native stream the stream's ops launch on.
   virtual void* native() const = 0;
-  /// Worker: after launching op `seq`. A fault here loses the stream (its
-  /// completion can no longer be seen).
+  /// Worker: after launching op `seq` (and the ops since the last event). A
+  /// fault here loses the stream (its completion can no longer be seen).
   virtual Fault record(std::uint64_t seq) = 0;
   /// Another GPU stream's worker: makes `consumer` (a native stream) wait
-  /// for op `seq` of this lane, which its worker has launched, unless
-  /// `completed` (this lane's stream's completed count) shows it done.
+  /// for op `seq` of this lane, which its worker has launched and covered
+  /// with an event, unless `completed` (this lane's stream's completed
+  /// count) shows it done. The wait is on the latest event, which may also
+  /// cover a few ops launched after `seq`.
   virtual Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) = 0;
-  /// Completion thread: blocks until op `seq` has run on the device (a
-  /// short poll, then a sleeping wait).
+  /// Completion thread: blocks until op `seq`, after which an event was
+  /// recorded, has run on the device (a short poll, then a sleeping wait).
   virtual Fault wait_done(std::uint64_t seq) = 0;
 
   // Tracing: an op's span on the device, not its launch.

@@ -7,11 +7,15 @@
 // atomics only, so ThreadSanitizer can check it.
 //
 // A consumer with nothing to do spins briefly, then sleeps on a condition
-// variable: an idle worker uses no CPU.
+// variable: an idle worker uses no CPU. A queue may be told to keep polling
+// (yielding the core) for a while longer first (set_poll): a GPU stream's
+// threads do, so that an op pushed a few microseconds after the last one
+// (a synchronous round trip) finds them awake.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +91,10 @@ class SpscQueue {
     return true;
   }
 
+  /// Consumer only, before its first pop: after the spin, poll for `d`
+  /// more (yielding between looks) before sleeping.
+  void set_poll(std::chrono::nanoseconds d) { poll_ = d; }
+
   /// Consumer only: the next item, waiting for it (spin, then sleep).
   T pop() {
     T out{};
@@ -97,6 +105,7 @@ class SpscQueue {
         if (pushed_.load(std::memory_order_relaxed) != consumed_) break;
       }
       if (pushed_.load(std::memory_order_acquire) != consumed_) continue;
+      if (poll_.count() > 0 && poll_for_item()) continue;
       sleeping_.store(true, std::memory_order_seq_cst);
       {
         std::unique_lock<std::mutex> lock(mutex_);
@@ -108,6 +117,16 @@ class SpscQueue {
 
  private:
   static constexpr int kSpins = 1024;
+
+  /// Whether an item came within poll_.
+  bool poll_for_item() {
+    const auto until = std::chrono::steady_clock::now() + poll_;
+    do {
+      std::this_thread::yield();
+      if (pushed_.load(std::memory_order_acquire) != consumed_) return true;
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
+  }
 
   // Producer side.
   Block* tail_block_;
@@ -124,6 +143,7 @@ class SpscQueue {
   std::size_t head_index_ = 0;
   std::uint64_t consumed_ = 0;
   std::uint64_t known_pushed_ = 0;
+  std::chrono::nanoseconds poll_{0};
 };
 
 }  // namespace tide

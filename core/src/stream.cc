@@ -9,6 +9,9 @@ namespace tide {
 Stream::Stream(Hooks& hooks, int index, Device device, StreamKind kind) : hooks_(hooks), index_(index) {
   if (device.is_cuda()) {
     lane_ = backend::make_lane(device.index, kind);
+    uncovered_.reserve(kCoverEvery);
+    queue_.set_poll(kGpuPoll);
+    inflight_.set_poll(kGpuPoll);
     completer_ = std::thread([this] { completion_worker(); });
   }
   thread_ = std::thread([this] { worker(); });
@@ -88,14 +91,30 @@ void Stream::run_here(QueuedOp* op) {
   recycle(op);  // at once: this is the thread that reclaims
 }
 
+void Stream::want(std::uint64_t seq) {
+  std::uint64_t at = wanted_.load(std::memory_order_seq_cst);
+  while (at < seq && !wanted_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
+  }
+}
+
 void Stream::wait_until(std::uint64_t seq) {
   if (reached(seq)) return;
+  if (lane_) want(seq);
   // A short spin catches ops that are about to finish without a sleep and a
   // wake-up (tens of microseconds); past it the waiter sleeps, so a long wait
   // costs no CPU.
   for (int i = 0; i < 256; ++i) {
     TIDE_CPU_RELAX();
     if (reached(seq)) return;
+  }
+  if (lane_) {
+    // A GPU op takes microseconds: poll (yielding the core) before paying
+    // for a sleep and a wake-up, as a CUDA synchronize spins by default.
+    const auto until = std::chrono::steady_clock::now() + kGpuPoll;
+    do {
+      std::this_thread::yield();
+      if (reached(seq)) return;
+    } while (std::chrono::steady_clock::now() < until);
   }
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
@@ -112,6 +131,7 @@ void Stream::wait_until(std::uint64_t seq) {
 void Stream::wait_launched(std::uint64_t seq) {
   auto done = [&] { return launched_.load(std::memory_order_seq_cst) >= seq; };
   if (done()) return;
+  want(seq);
   for (int i = 0; i < 256; ++i) {
     TIDE_CPU_RELAX();
     if (done()) return;
@@ -164,10 +184,26 @@ void Stream::worker() {
       device_error = e.what();
     }
   }
+  // Whether a waiter asked for an op launched and not yet covered.
+  auto wanted_now = [&] {
+    if (uncovered_.empty()) return false;
+    const std::uint64_t w = wanted_.load(std::memory_order_seq_cst);
+    return w >= uncovered_.front()->seq && w <= uncovered_.back()->seq;
+  };
   for (;;) {
-    QueuedOp* op = queue_.pop();  // spins briefly, then sleeps
+    QueuedOp* op = nullptr;
+    if (!queue_.try_pop(op)) {
+      // Nothing more to launch now: what was launched gets its event before
+      // the worker waits for more.
+      if (!uncovered_.empty()) cover();
+      op = queue_.pop();  // spins briefly, then sleeps
+    }
     if (!op) break;
     if (lane_) {
+      // An op that waits for another stream may block here: nothing launched
+      // may be left without an event meanwhile (the other stream may be
+      // waiting for it in turn).
+      if (!uncovered_.empty() && (op->nwaits > 0 || wanted_now())) cover();
       std::string error = device_error;
       bool sticky = !device_error.empty();
       try {
@@ -198,17 +234,8 @@ void Stream::worker() {
       QueuedOp::record_end_now(op);  // unless the kernel did, after its launch
       op->device_timed = timed && op->trace_slot >= 0 && op->end_recorded == 1;
       op->timing_lane = nullptr;
-      // The slot of this op's event held op seq - kRing's: it must be done.
-      if (op->seq > backend::Lane::kRing) wait_until(op->seq - backend::Lane::kRing);
-      // Without its event the op's completion cannot be seen: the stream is
-      // lost, whatever the error.
-      if (backend::Fault rec = lane_->record(op->seq)) hooks_.async_failure(*op, index_, rec.what, false);
-      launched_.store(op->seq, std::memory_order_seq_cst);
-      if (waiters_.load(std::memory_order_seq_cst) > 0) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        cv_.notify_all();
-      }
-      inflight_.push(op);
+      uncovered_.push_back(op);
+      if (uncovered_.size() >= kCoverEvery || !error.empty() || wanted_now()) cover();
       continue;
     }
     // A CPU stream: the host waits for each producer's completion.
@@ -216,7 +243,32 @@ void Stream::worker() {
     hooks_.run(*op, index_, nullptr, nullptr);
     finish(op);
   }
-  if (lane_) inflight_.push(nullptr);  // the completion thread drains, then ends
+  if (lane_) {
+    if (!uncovered_.empty()) cover();
+    inflight_.push(nullptr);  // the completion thread drains, then ends
+  }
+}
+
+void Stream::cover() {
+  QueuedOp* last = uncovered_.back();
+  const std::uint64_t seq = last->seq;
+  // The event's slot held op seq - kRing's (or an earlier op's, when that
+  // one had none): it must be done. It is covered already, since a run of
+  // uncovered ops is shorter than the ring.
+  if (seq > backend::Lane::kRing) wait_until(seq - backend::Lane::kRing);
+  // Without its event the ops' completion cannot be seen: the stream is
+  // lost, whatever the error.
+  if (backend::Fault rec = lane_->record(seq)) hooks_.async_failure(*last, index_, rec.what, false);
+  for (QueuedOp* op : uncovered_) {
+    op->cover = seq;
+    inflight_.push(op);
+  }
+  uncovered_.clear();
+  launched_.store(seq, std::memory_order_seq_cst);
+  if (waiters_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cv_.notify_all();
+  }
 }
 
 void Stream::completion_worker() {
@@ -226,12 +278,19 @@ void Stream::completion_worker() {
   } catch (const std::exception&) {
     // Every op of this stream then fails at launch, and its event reports it.
   }
+  // One wait per event: the ops it covers are done together.
+  std::uint64_t waited = 0;
+  backend::Fault fault;
   for (;;) {
     QueuedOp* op = inflight_.pop();
     if (!op) return;
+    if (op->cover != waited) {
+      fault = lane_->wait_done(op->cover);
+      waited = op->cover;
+    }
     bool ran = true;
-    if (backend::Fault f = lane_->wait_done(op->seq)) {
-      hooks_.async_failure(*op, index_, f.what, true);
+    if (fault) {
+      hooks_.async_failure(*op, index_, fault.what, true);
       ran = false;
     }
     // Its trace event is final before the op counts as completed, so a

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,7 @@ struct QueuedOp {
   std::uint64_t seq = 0;
   std::uint64_t step = 0;
   std::uint64_t push_index = 0;
+  std::uint64_t cover = 0;  // GPU streams: the op whose completion event shows this one done (>= seq)
   std::uint64_t bytes = 0;  // memory it allocates; counted as queued until it completes
   std::uint64_t streaming_bytes = 0;  // the same, when the sync policy counts it as streaming
   StreamPoint waits[kMaxWaits]{};
@@ -157,8 +159,15 @@ class Stream {
   /// CPU stream waits for completion on the host); a wait that could not be
   /// made is returned, not thrown.
   backend::Fault gpu_wait_point(const StreamPoint& p);
-  /// Blocks until `seq` ops have been launched (GPU streams) or completed.
+  /// Blocks until `seq` ops have been launched and covered by an event
+  /// (GPU streams).
   void wait_launched(std::uint64_t seq);
+  /// GPU streams: asks the worker to cover op `seq` with an event as soon as
+  /// it is launched (someone waits for it).
+  void want(std::uint64_t seq);
+  /// Worker, GPU streams: records one event after the ops launched since the
+  /// last one, which then count as launched and go to the completion thread.
+  void cover();
   void completion_worker();
 
   static constexpr std::size_t kMaxFree = 1024;
@@ -189,7 +198,19 @@ class Stream {
   SpscQueue<QueuedOp*> finished_;  // worker (or completion thread) -> frontend, for reuse
   // GPU streams only.
   std::unique_ptr<backend::Lane> lane_;
-  alignas(64) std::atomic<std::uint64_t> launched_{0};  // written by the worker
+  // An event is recorded after a run of launched ops, not after each: when
+  // the queue is empty, before an op that waits for another stream, when
+  // someone waits for one of them (wanted_), and after kCoverEvery ops.
+  static constexpr std::size_t kCoverEvery = 32;
+  // How long a GPU stream's threads, and a waiter for one, poll before they
+  // sleep.
+  static constexpr std::chrono::microseconds kGpuPoll{50};
+  std::vector<QueuedOp*> uncovered_;  // worker only: launched, no event after them yet
+  alignas(64) std::atomic<std::uint64_t> launched_{0};  // written by the worker: launched and covered
+  // The latest op a waiter asked to be covered (0: none yet); raised by
+  // waiters. A waiter for an earlier op, behind it, is covered at the latest
+  // with the kCoverEvery-th op or when the queue runs dry.
+  std::atomic<std::uint64_t> wanted_{0};
   SpscQueue<QueuedOp*> inflight_;  // worker -> completion thread
   std::thread completer_;
   std::thread thread_;

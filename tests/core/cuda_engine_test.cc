@@ -164,6 +164,40 @@ TEST_P(CudaEngine, ShutdownWithQueuedGpuWorkDoesNotHang) {
   e.engine.reset();  // drains the streams, then joins the workers
 }
 
+// A GPU stream records an event after a run of ops, not after each one
+// (Stream::cover). Bursts longer than a run and than the event ring, with
+// readers on another stream and blockers in the middle of a burst, must see
+// every value in order and never stall; and a ping-pong in which each op
+// waits for the other stream's latest op must not deadlock.
+TEST_P(CudaEngine, EventsAfterRunsOfOpsKeepEveryOrder) {
+  TIDE_REQUIRE_GPU();
+  EngineFixture e(GetParam(), 1, {}, 1);
+  const TensorOptions on_gpu{DType::f32, cuda(0)};
+  Tensor a = zeros({256}, on_gpu), b = zeros({256}, on_gpu);
+  for (int i = 1; i <= 3000; ++i) {
+    {
+      StreamScope s(StreamKind::compute, *e);
+      add_(a, 1.0);
+    }
+    if (i % 7 == 0) {  // a reader on the copy stream, mid-burst
+      StreamScope s(StreamKind::copy, *e);
+      copy_(b, a);
+    }
+    if (i % 500 == 0) {  // a blocker on a value in the middle of a long queue
+      ASSERT_EQ(a.to_vector<float>().back(), static_cast<float>(i));
+      ASSERT_EQ(b.to_vector<float>().front(), static_cast<float>(i - i % 7));
+    }
+  }
+  Tensor x = full({64}, 1.0, on_gpu), y = zeros({64}, on_gpu);
+  for (int i = 0; i < 500; ++i) {
+    StreamScope s(i % 2 ? StreamKind::compute : StreamKind::copy, *e);
+    y = add(x, 1.0);  // reads the other stream's last output
+    std::swap(x, y);
+  }
+  EXPECT_EQ(x.to_vector<float>().front(), 501.0f);
+  e->wait_all();
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, CudaEngine, ::testing::Values(EngineKind::async, EngineKind::naive),
                          [](const auto& info) { return std::string(engine_kind_name(info.param)); });
 

@@ -45,6 +45,21 @@ TEST(SpscQueue, WakesASleepingConsumer) {
   consumer.join();
 }
 
+TEST(SpscQueue, APollingConsumerTakesItemsPushedWithinAndAfterItsPoll) {
+  // A poll of 500 us: pushes 10 us apart land while it polls, pushes 3 ms
+  // apart after it went to sleep; all must arrive, in order.
+  SpscQueue<int, 8> q;
+  q.set_poll(std::chrono::microseconds(500));
+  std::thread consumer([&] {
+    for (int i = 0; i < 60; ++i) EXPECT_EQ(q.pop(), i);
+  });
+  for (int i = 0; i < 60; ++i) {
+    q.push(i);
+    std::this_thread::sleep_for(std::chrono::microseconds(i % 10 == 0 ? 3000 : 10));
+  }
+  consumer.join();
+}
+
 TEST(SpscQueue, TryPopOnEmpty) {
   SpscQueue<int> q;
   int v = 0;

@@ -122,14 +122,20 @@ CudaLane::~CudaLane() {
 
 Fault CudaLane::record(std::uint64_t seq) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return fault(cudaEventRecord(ev(events_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
-               "cudaEventRecord (after the op)", __LINE__);
+  Fault f = fault(cudaEventRecord(ev(events_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
+                  "cudaEventRecord (after the op)", __LINE__);
+  if (!f) last_recorded_ = seq;
+  return f;
 }
 
 Fault CudaLane::make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (completed.load(std::memory_order_seq_cst) >= seq) return {};
-  return fault(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer), ev(events_[seq % kRing]), 0),
+  if (last_recorded_ < seq) return {"no event covers the awaited op", false};  // the caller waited for its launch
+  // The latest event covers op seq (events follow runs of ops, not each
+  // one): the consumer waits for at most the few ops launched after it.
+  // Under the mutex its slot holds that event, not a later one.
+  return fault(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer), ev(events_[last_recorded_ % kRing]), 0),
                "cudaStreamWaitEvent(consumer, event of the producer's op, 0)", __LINE__);
 }
 

@@ -3,9 +3,10 @@
 // contract and the threads that use a lane). While tracing, a second pair of
 // rings, with timing, brackets each op; they are made at the first traced op.
 //
-// A slot is recorded again only once its previous op has completed, and
-// under the mutex that waiters hold, so a waiter never waits on a later op
-// than the one it asked for.
+// Events follow runs of ops (Stream::cover): the event of op seq, in slot
+// seq % kRing, shows every op up to seq done. A slot is recorded again only
+// once its previous op has completed, and under the mutex that waiters hold,
+// so a waiter waits on the latest event, never on a later one.
 #pragma once
 
 #include <atomic>
@@ -43,6 +44,7 @@ class CudaLane final : public Lane {
   void* stream_ = nullptr;
   std::vector<void*> events_;  // cudaEvent_t
   std::mutex mutex_;
+  std::uint64_t last_recorded_ = 0;  // the op after which the latest event was recorded (under mutex_)
   // Timing events (worker: record; completion thread: read, after the op's
   // completion, before its slot can be recorded again).
   std::vector<void*> begin_, end_;
