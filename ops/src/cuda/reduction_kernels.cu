@@ -3,7 +3,8 @@
 // The reduced axis is cut into `chunks` chunks of `chunk_len` elements, a
 // function of the shape only. Pass 1 reduces each (output, chunk) to one
 // partial: for contiguous rows (inner == 1, long rows) a block per chunk,
-// its threads striding over the chunk and then a shared-memory tree; for
+// its threads striding over the chunk in 16-byte loads and then a tree of
+// warp shuffles; for
 // strided columns a thread per (output, chunk) walking its chunk in order,
 // which keeps neighbouring threads on neighbouring addresses. Pass 2 (only
 // when chunks > 1) adds each output's partials: in chunk order by a thread,
@@ -43,33 +44,86 @@ __device__ T finish(AccOf<T, M> acc, std::int64_t len) {
   return functors::finish<T>(acc, len, M == Mode::mean);
 }
 
+constexpr unsigned kWarp = 32;
+
+/// The block's values combined in a fixed tree: within each warp by
+/// shuffles, then the warps' results by the first warp. The result is
+/// thread 0's. `warps` holds kThreads / kWarp values; the caller syncs
+/// before writing it again.
+template <typename Op, typename Acc>
+__device__ Acc block_combine(Acc acc, Acc* warps) {
+  for (unsigned off = kWarp / 2; off > 0; off /= 2) acc = Op::combine(acc, __shfl_down_sync(0xffffffffu, acc, off));
+  const unsigned lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (lane == 0) warps[warp] = acc;
+  __syncthreads();
+  if (warp == 0) {
+    acc = lane < blockDim.x / kWarp ? warps[lane] : Op::identity();
+    for (unsigned off = kWarp / 2; off > 0; off /= 2)
+      acc = Op::combine(acc, __shfl_down_sync(0xffffffffu, acc, off));
+  }
+  return acc;
+}
+
+/// 16 bytes of T, loaded with one instruction.
+template <typename T>
+struct alignas(16) Pack16 {
+  static constexpr int kWidth = 16 / static_cast<int>(sizeof(T));
+  T v[kWidth];
+};
+
 /// Pass 1 on contiguous rows: one block per (row, chunk) task. Writes the
 /// finished value when there is a single chunk (partial == nullptr).
+///
+/// Each thread reads 16-byte packs (the 16-byte-aligned middle of its
+/// chunk; the few elements before and after it singly) into one accumulator
+/// per lane of the pack, so that several loads and adds are in flight; the
+/// block then combines in block_combine's tree. The order depends on the
+/// shape and the data's alignment only, so reruns give identical bits.
 template <typename T, Mode M>
 __global__ void rows_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int64_t outer,
                             std::int64_t len, std::int64_t chunks, std::int64_t chunk_len) {
   using Op = OpOf<T, M>;
   using Acc = AccOf<T, M>;
-  __shared__ Acc buf[kThreads];
+  using P = Pack16<T>;
+  constexpr int W = P::kWidth;
+  __shared__ Acc warps[kThreads / kWarp];
   const std::int64_t tasks = outer * chunks;
   for (std::int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const std::int64_t row = task / chunks, c = task % chunks;
     const std::int64_t begin = c * chunk_len, end = std::min(len, begin + chunk_len);
     const T* p = in + row * len;
-    Acc acc = Op::identity();
-    for (std::int64_t k = begin + threadIdx.x; k < end; k += blockDim.x)
-      acc = Op::combine(acc, static_cast<Acc>(p[k]));
-    buf[threadIdx.x] = acc;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-      if (threadIdx.x < s) buf[threadIdx.x] = Op::combine(buf[threadIdx.x], buf[threadIdx.x + s]);
-      __syncthreads();
+    // [a, b): the packs' part of [begin, end).
+    const auto addr = reinterpret_cast<std::uintptr_t>(p + begin);
+    const std::int64_t skew = static_cast<std::int64_t>((16 - addr % 16) % 16);
+    std::int64_t a = begin, b = begin;
+    if (skew % static_cast<std::int64_t>(sizeof(T)) == 0) {
+      a = std::min(end, begin + skew / static_cast<std::int64_t>(sizeof(T)));
+      b = a + (end - a) / W * W;
     }
+    Acc lanes[W];
+#pragma unroll
+    for (int j = 0; j < W; ++j) lanes[j] = Op::identity();
+    const P* packs = reinterpret_cast<const P*>(p + a);
+    const std::int64_t npacks = (b - a) / W;
+#pragma unroll 4
+    for (std::int64_t i = threadIdx.x; i < npacks; i += blockDim.x) {
+      const P x = packs[i];
+#pragma unroll
+      for (int j = 0; j < W; ++j) lanes[j] = Op::combine(lanes[j], static_cast<Acc>(x.v[j]));
+    }
+    Acc acc = lanes[0];
+#pragma unroll
+    for (int j = 1; j < W; ++j) acc = Op::combine(acc, lanes[j]);
+    // The unaligned head [begin, a) and the tail [b, end): fewer than 2 W
+    // elements unless the rows are not even aligned to T.
+    for (std::int64_t k = begin + threadIdx.x; k < a; k += blockDim.x) acc = Op::combine(acc, static_cast<Acc>(p[k]));
+    for (std::int64_t k = b + threadIdx.x; k < end; k += blockDim.x) acc = Op::combine(acc, static_cast<Acc>(p[k]));
+    acc = block_combine<Op>(acc, warps);
     if (threadIdx.x == 0) {
-      if (partial) partial[task] = buf[0];
-      else out[row] = finish<T, M>(buf[0], len);
+      if (partial) partial[task] = acc;
+      else out[row] = finish<T, M>(acc, len);
     }
-    // buf is refilled for the next task only after thread 0 has read it.
+    // warps is refilled for the next task only after the first warp has read it.
     __syncthreads();
   }
 }
@@ -114,26 +168,21 @@ __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t
 
 /// Pass 2 for outputs of many chunks whose partials lie side by side
 /// (inner == 1): a block per output, its threads striding over the
-/// partials, then the same shared-memory tree as rows_kernel. One thread
+/// partials, then the same tree as rows_kernel (block_combine). One thread
 /// adding a thousand partials in turn took most of a whole-tensor sum.
 template <typename T, Mode M>
 __global__ void finalize_rows_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outputs,
                                      std::int64_t chunks, std::int64_t len) {
   using Op = OpOf<T, M>;
   using Acc = AccOf<T, M>;
-  __shared__ Acc buf[kThreads];
+  __shared__ Acc warps[kThreads / kWarp];
   for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     const Acc* p = partial + o * chunks;
     Acc acc = Op::identity();
     for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) acc = Op::combine(acc, p[c]);
-    buf[threadIdx.x] = acc;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-      if (threadIdx.x < s) buf[threadIdx.x] = Op::combine(buf[threadIdx.x], buf[threadIdx.x + s]);
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) out[o] = finish<T, M>(buf[0], len);
-    __syncthreads();  // buf is refilled for the next output only after thread 0 has read it
+    acc = block_combine<Op>(acc, warps);
+    if (threadIdx.x == 0) out[o] = finish<T, M>(acc, len);
+    __syncthreads();  // warps is refilled for the next output only after the first warp has read it
   }
 }
 
