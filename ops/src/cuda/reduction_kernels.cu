@@ -6,7 +6,8 @@
 // its threads striding over the chunk in 16-byte loads and then a tree of
 // warp shuffles; for
 // strided columns a thread per (output, chunk) walking its chunk in order,
-// which keeps neighbouring threads on neighbouring addresses. Pass 2 (only
+// which keeps neighbouring threads on neighbouring addresses (a thread per
+// four or two side-by-side outputs, in 16-byte loads, when the rows allow). Pass 2 (only
 // when chunks > 1) adds each output's partials: in chunk order by a thread,
 // or, for an output of many side-by-side chunks, by a block in a fixed tree. No atomics,
 // and nothing depends on the grid size, so reruns give identical bits.
@@ -152,6 +153,46 @@ __global__ void cols_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int6
   }
 }
 
+/// Pass 1 on strided columns whose rows are whole 16-byte packs (inner a
+/// multiple of the pack's width, the data 16-byte aligned): one thread per
+/// (outer, chunk, pack of inner), walking its chunk in order with a
+/// 16-byte load per row, one accumulator per column. Each column's sum is in
+/// the same order as cols_kernel's, with four (or two) times the bytes per
+/// load in flight; the partials go where cols_kernel puts them.
+template <typename T, Mode M>
+__global__ void cols_packed_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int64_t outer,
+                                   std::int64_t len, std::int64_t inner, std::int64_t chunks,
+                                   std::int64_t chunk_len) {
+  using Op = OpOf<T, M>;
+  using Acc = AccOf<T, M>;
+  using P = Pack16<T>;
+  constexpr int W = P::kWidth;
+  const std::int64_t inner_packs = inner / W;
+  const std::int64_t total = outer * chunks * inner_packs;
+  for (std::int64_t idx = first_index(); idx < total; idx += grid_stride()) {
+    const std::int64_t jp = idx % inner_packs, t = idx / inner_packs;
+    const std::int64_t c = t % chunks, o = t / chunks;
+    const std::int64_t begin = c * chunk_len, end = std::min(len, begin + chunk_len);
+    const P* p = reinterpret_cast<const P*>(in + o * len * inner) + jp;
+    Acc acc[W];
+#pragma unroll
+    for (int l = 0; l < W; ++l) acc[l] = Op::identity();
+    // Unrolled so that eight loads (128 bytes) are in flight per thread.
+#pragma unroll 8
+    for (std::int64_t k = begin; k < end; ++k) {
+      const P x = p[k * inner_packs];
+#pragma unroll
+      for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(x.v[l]));
+    }
+    const std::int64_t j = jp * W;
+#pragma unroll
+    for (int l = 0; l < W; ++l) {
+      if (partial) partial[(o * chunks + c) * inner + j + l] = acc[l];
+      else out[o * inner + j + l] = finish<T, M>(acc[l], len);
+    }
+  }
+}
+
 /// Pass 2: each output combines its chunks' partials in chunk order.
 template <typename T, Mode M>
 __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outer,
@@ -161,6 +202,9 @@ __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t
   for (std::int64_t idx = first_index(); idx < outer * inner; idx += grid_stride()) {
     const std::int64_t o = idx / inner, j = idx % inner;
     Acc acc = Op::identity();
+    // Unrolled: the loads of eight partials are in flight at once, where a
+    // rolled loop waits for each before the next (the adds stay in order).
+#pragma unroll 8
     for (std::int64_t c = 0; c < chunks; ++c) acc = Op::combine(acc, partial[(o * chunks + c) * inner + j]);
     out[idx] = finish<T, M>(acc, len);
   }
@@ -240,6 +284,10 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   if (rows) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(outer * chunks, 1 << 16));
     rows_kernel<T, M><<<blocks, kThreads, 0, stream>>>(in, partial, out, outer, len, chunks, chunk_len);
+  } else if (constexpr std::int64_t W = Pack16<T>::kWidth;
+             inner % W == 0 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0) {
+    cols_packed_kernel<T, M><<<grid_for(outputs / W * chunks), kThreads, 0, stream>>>(
+        in, partial, out, outer, len, inner, chunks, chunk_len);
   } else {
     cols_kernel<T, M><<<grid_for(outputs * chunks), kThreads, 0, stream>>>(
         in, partial, out, outer, len, inner, chunks, chunk_len);
