@@ -76,6 +76,9 @@ void synchronize_device(int device) noexcept;
 /// classes (throws
 /// tide::DeviceError for a device this process does not have).
 std::uint64_t memory_used(int device);
+/// Gives `device`'s cached free blocks back to the driver (device in
+/// [0, device_count())); never throws.
+void empty_cache(int device) noexcept;
 
 // --- Copies --------------------------------------------------------------
 
@@ -143,8 +146,8 @@ class Lane {
   /// Another GPU stream's worker: makes `consumer` (a native stream) wait
   /// for op `seq` of this lane, which its worker has launched and covered
   /// with an event, unless `completed` (this lane's stream's completed
-  /// count) shows it done. The wait is on the latest event, which may also
-  /// cover a few ops launched after `seq`.
+  /// count) shows it done. The wait is on the first event recorded at or
+  /// after `seq`, which may also cover the rest of its run.
   virtual Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) = 0;
   /// Completion thread: blocks until op `seq`, after which an event was
   /// recorded, has run on the device (a short poll, then a sleeping wait).

@@ -41,10 +41,14 @@ class BlockCache {
     std::uint64_t flushes = 0;  // times the cache gave everything back to satisfy a request
   };
 
-  /// The block size a request of `nbytes` gets: whole 512-byte units up to
+  /// The size class of a request of `nbytes`: whole 512-byte units up to
   /// 1 MiB (512 for 0 bytes), then eight classes per power of two (at most
-  /// an eighth more than asked).
+  /// an eighth more than asked) up to 256 MiB, then whole 2 MiB.
   static std::size_t class_size(std::size_t nbytes);
+  /// The block a request of `nbytes` gets: its class, or whole 512-byte
+  /// units when the class is more than the cache may ever keep (no rounding
+  /// up of a block that goes straight back to the Source).
+  std::size_t block_size(std::size_t nbytes) const;
 
   /// `limit_bytes`: the most this cache keeps of freed blocks; a block that
   /// would pass it goes back to the Source at once.
@@ -53,9 +57,9 @@ class BlockCache {
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
 
-  /// A block of class_size(nbytes): a cached one, else the Source's; when the
-  /// Source has no room, every cached block goes back to it and it is asked
-  /// once more. nullptr when it still has none.
+  /// A block of block_size(nbytes): a cached one, else the Source's; when
+  /// the Source has no room, every cached block goes back to it, it settles,
+  /// and it is asked once more. nullptr when it still has none.
   void* allocate(std::size_t nbytes);
   /// Takes back a block allocate(nbytes) returned (its last use completed).
   void release(void* block, std::size_t nbytes) noexcept;

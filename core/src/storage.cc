@@ -77,4 +77,10 @@ std::uint64_t cuda_memory_in_use(int device) {
   return backend::memory_used(device);
 }
 
+void empty_cuda_cache(int device) {
+  if (device < 0 || device >= cuda_device_count())
+    throw DeviceError("cuda:" + std::to_string(device) + " is not a device of this process");
+  backend::empty_cache(device);
+}
+
 }  // namespace tide

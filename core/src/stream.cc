@@ -200,10 +200,11 @@ void Stream::worker() {
     }
     if (!op) break;
     if (lane_) {
-      // An op that waits for another stream may block here: nothing launched
-      // may be left without an event meanwhile (the other stream may be
-      // waiting for it in turn).
-      if (!uncovered_.empty() && (op->nwaits > 0 || wanted_now())) cover();
+      // An op that waits for another stream may block here, and one that is
+      // not launch-only may block in its kernel (a collective waiting for
+      // its peers): nothing launched may be left without an event meanwhile
+      // (whoever it waits for may be waiting for those ops in turn).
+      if (!uncovered_.empty() && (op->nwaits > 0 || !op->desc.launch_only || wanted_now())) cover();
       std::string error = device_error;
       bool sticky = !device_error.empty();
       try {
@@ -287,6 +288,9 @@ void Stream::completion_worker() {
     if (op->cover != waited) {
       fault = lane_->wait_done(op->cover);
       waited = op->cover;
+      if (fault && op->cover != op->seq)
+        fault.what += " (at the completion event after ops " + std::to_string(op->seq) + " to " +
+                      std::to_string(op->cover) + " of this stream, which it shows done together)";
     }
     bool ran = true;
     if (fault) {

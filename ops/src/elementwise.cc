@@ -390,6 +390,7 @@ Tensor copy_to(const Tensor& src, Device device, Loc loc) {
   op.name = name;
   op.device = copy_device(device, from);
   op.stream = static_cast<int>(StreamKind::copy);
+  op.launch_only = true;  // a device-to-host copy waits for its own stream only
   op.fn = [nbytes, device, from](const OpContext& ctx) {
     copy_bytes(ctx, device, ctx.out<char>(0), from, ctx.in<char>(0), nbytes);
   };

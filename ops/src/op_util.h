@@ -105,6 +105,7 @@ Tensor push_to(Engine& e, const char* name, Tensor out, StorageList reads, Kerne
   OpDesc op;
   op.name = name;
   op.memory_bound = memory_bound;
+  op.launch_only = true;
   op.device = out.device();
   op.stream = stream;
   op.fn = std::forward<Kernel>(kernel);
@@ -130,6 +131,7 @@ void push_into(Engine& e, const char* name, Device device, StorageList reads, St
   OpDesc op;
   op.name = name;
   op.memory_bound = memory_bound;
+  op.launch_only = true;
   op.device = device;
   op.fn = std::forward<Kernel>(kernel);
   op.reads = std::move(reads);

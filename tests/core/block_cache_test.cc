@@ -48,7 +48,7 @@ struct FakePool final : BlockCache::Source {
   }
 };
 
-TEST(BlockCache, ClassSizesRoundUpByAtMostAnEighthPastOneMiB) {
+TEST(BlockCache, ClassSizesRoundUpByAtMostAnEighthOrTwoMiB) {
   EXPECT_EQ(BlockCache::class_size(0), 512u);
   EXPECT_EQ(BlockCache::class_size(1), 512u);
   EXPECT_EQ(BlockCache::class_size(512), 512u);
@@ -56,12 +56,17 @@ TEST(BlockCache, ClassSizesRoundUpByAtMostAnEighthPastOneMiB) {
   EXPECT_EQ(BlockCache::class_size(1 << 20), std::size_t{1} << 20);
   EXPECT_EQ(BlockCache::class_size((1 << 20) + 1), (std::size_t{1} << 20) + (std::size_t{1} << 17));
   EXPECT_EQ(BlockCache::class_size(std::size_t{1} << 30), std::size_t{1} << 30);
-  for (std::size_t n : {std::size_t{1000}, std::size_t{4'000'000}, std::size_t{3} << 28, std::size_t{1} << 40}) {
+  EXPECT_EQ(BlockCache::class_size((std::size_t{300} << 20) + 1), (std::size_t{302} << 20));
+  for (std::size_t n : {std::size_t{1000}, std::size_t{4'000'000}, std::size_t{3} << 28, std::size_t{1} << 40,
+                        (std::size_t{75} << 30) + 12345}) {
     const std::size_t c = BlockCache::class_size(n);
     EXPECT_GE(c, n);
     EXPECT_EQ(BlockCache::class_size(c), c) << "a class size is its own class";
     if (n > (1 << 20)) {
       EXPECT_LE(c - n, n / 8) << n;
+    }
+    if (n > (std::size_t{256} << 20)) {
+      EXPECT_LT(c - n, std::size_t{2} << 20) << n;
     }
   }
 }
@@ -116,11 +121,19 @@ TEST(BlockCache, BlocksPastTheLimitGoBackToThePool) {
   cache.release(c, 1024);
   EXPECT_EQ(pool.gives, 1);
   EXPECT_EQ(cache.stats().cached_bytes, 2048u);
-  BlockCache none(pool, 0);  // a limit of 0 keeps nothing
+  BlockCache none(pool, 0);  // a limit of 0 keeps nothing, and rounds to 512 bytes only
   void* d = none.allocate(10);
+  EXPECT_EQ(pool.live[d], 512u);
   none.release(d, 10);
   EXPECT_EQ(pool.gives, 2);
   EXPECT_EQ(none.stats().cached_bytes, 0u);
+  void* e = cache.allocate(5000);  // a class (5120) within the limit
+  EXPECT_EQ(pool.live[e], 5120u);
+  BlockCache small(pool, 4096);
+  void* f = small.allocate(1'500'000);  // its class (1.5 MiB) is past the limit: 512-byte units
+  EXPECT_EQ(pool.live[f], 1'500'160u);
+  small.release(f, 1'500'000);
+  cache.release(e, 5000);
 }
 
 TEST(BlockCache, APoolOutOfMemoryGetsTheCachedBlocksBackAndIsAskedAgain) {
@@ -139,9 +152,10 @@ TEST(BlockCache, APoolOutOfMemoryGetsTheCachedBlocksBackAndIsAskedAgain) {
   EXPECT_EQ(pool.settles, 1);
   EXPECT_EQ(cache.stats().flushes, 1u);
   EXPECT_EQ(cache.stats().cached_bytes, 0u);
-  // Nothing left to give back: a request that cannot fit is refused at once.
+  // Nothing left to give back: the pool settles once more, then refuses.
   EXPECT_EQ(cache.allocate(512), nullptr);
-  EXPECT_EQ(pool.settles, 1);
+  EXPECT_EQ(pool.settles, 2);
+  EXPECT_EQ(cache.stats().flushes, 1u);
   EXPECT_EQ(cache.stats().in_use_bytes, 8192u);
   cache.release(c, 8192);
 }

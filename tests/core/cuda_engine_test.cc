@@ -100,6 +100,27 @@ TEST_P(CudaEngine, BarrierWaitsOnlyForItsProducer) {
   e->wait_all();
 }
 
+// An op that is not launch-only may block on the host (this one until the
+// frontend has read a value the stream made just before it). The ops
+// launched before it must get their completion event first, or the read
+// would wait for the blocked op and the blocked op for the read.
+TEST_P(CudaEngine, AnOpBlockedOnTheHostDoesNotHoldBackTheOpsBeforeIt) {
+  TIDE_REQUIRE_GPU();
+  if (GetParam() == EngineKind::naive) GTEST_SKIP() << "the naive engine runs each op before the next push";
+  EngineFixture e(GetParam(), 1, {}, 1);
+  std::latch hold(1);
+  Tensor w;
+  {
+    StreamScope copy(StreamKind::copy, *e);
+    w = full({1000}, 5.0, {DType::f32, cuda(0)});
+  }
+  auto blocked = buffer(*e, cuda(0));
+  push(*e, "held", cuda(0), StreamKind::copy, {}, {blocked}, [&](const OpContext&) { hold.wait(); });
+  EXPECT_EQ(w.to_vector<float>().back(), 5.0f);
+  hold.count_down();
+  e->wait_all();
+}
+
 TEST_P(CudaEngine, AFailingGpuOpIsReportedWithItsStream) {
   TIDE_REQUIRE_GPU();
   EngineFixture e(GetParam(), 1, {}, 1);

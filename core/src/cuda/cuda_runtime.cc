@@ -235,6 +235,15 @@ void free(int device, void* p, std::size_t nbytes) noexcept {
   memory(device).cache->release(p, nbytes);
 }
 
+void empty_cache(int device) noexcept {
+  try {
+    DeviceMemory& m = memory(device);
+    m.cache->empty();
+    m.source.settle();
+  } catch (const std::exception&) {  // the pool could not even be made: nothing is cached
+  }
+}
+
 void synchronize_device(int device) noexcept {
   int current = 0;
   if (cudaGetDevice(&current) != cudaSuccess) current = device;

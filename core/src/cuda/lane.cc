@@ -96,6 +96,7 @@ AnchorClock* device_clock(int device) {
 CudaLane::CudaLane(int device, StreamKind kind) : device_(device) {
   stream_ = create_stream(device, kind);
   events_.resize(kRing, nullptr);
+  recorded_at_.assign(kRing, 0);
   try {
     for (auto& e : events_) {
       cudaEvent_t x = nullptr;
@@ -124,7 +125,10 @@ Fault CudaLane::record(std::uint64_t seq) {
   std::lock_guard<std::mutex> lock(mutex_);
   Fault f = fault(cudaEventRecord(ev(events_[seq % kRing]), static_cast<cudaStream_t>(stream_)),
                   "cudaEventRecord (after the op)", __LINE__);
-  if (!f) last_recorded_ = seq;
+  if (!f) {
+    last_recorded_ = seq;
+    recorded_at_[seq % kRing] = seq;
+  }
   return f;
 }
 
@@ -132,10 +136,18 @@ Fault CudaLane::make_wait(std::uint64_t seq, void* consumer, const std::atomic<s
   std::lock_guard<std::mutex> lock(mutex_);
   if (completed.load(std::memory_order_seq_cst) >= seq) return {};
   if (last_recorded_ < seq) return {"no event covers the awaited op", false};  // the caller waited for its launch
-  // The latest event covers op seq (events follow runs of ops, not each
-  // one): the consumer waits for at most the few ops launched after it.
-  // Under the mutex its slot holds that event, not a later one.
-  return fault(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer), ev(events_[last_recorded_ % kRing]), 0),
+  // The first event recorded at or after op seq (events follow runs of
+  // ops, so it is at most a run away): the consumer waits for that run and
+  // no more. Op seq is not done, so no slot from seq on has been recorded
+  // again for a later lap; a slot still holding an earlier lap's event is
+  // told apart by its recorded op.
+  std::uint64_t at = last_recorded_;
+  for (std::uint64_t s = seq; s < last_recorded_ && s < seq + kRing; ++s)
+    if (recorded_at_[s % kRing] == s) {
+      at = s;
+      break;
+    }
+  return fault(cudaStreamWaitEvent(static_cast<cudaStream_t>(consumer), ev(events_[at % kRing]), 0),
                "cudaStreamWaitEvent(consumer, event of the producer's op, 0)", __LINE__);
 }
 

@@ -6,7 +6,8 @@
 // Events follow runs of ops (Stream::cover): the event of op seq, in slot
 // seq % kRing, shows every op up to seq done. A slot is recorded again only
 // once its previous op has completed, and under the mutex that waiters hold,
-// so a waiter waits on the latest event, never on a later one.
+// and each slot keeps the op it was recorded after, so a waiter finds the
+// event of its op's run, never a later lap's.
 #pragma once
 
 #include <atomic>
@@ -45,6 +46,7 @@ class CudaLane final : public Lane {
   std::vector<void*> events_;  // cudaEvent_t
   std::mutex mutex_;
   std::uint64_t last_recorded_ = 0;  // the op after which the latest event was recorded (under mutex_)
+  std::vector<std::uint64_t> recorded_at_;  // per slot, the op after which its event was recorded (under mutex_)
   // Timing events (worker: record; completion thread: read, after the op's
   // completion, before its slot can be recorded again).
   std::vector<void*> begin_, end_;

@@ -31,6 +31,7 @@ DeviceGuard::~DeviceGuard() = default;
 
 void* alloc(int device, std::size_t) { not_built("cannot allocate on " + gpu(device)); }
 void free(int, void*, std::size_t) noexcept {}
+void empty_cache(int) noexcept {}
 void synchronize_device(int) noexcept {}
 std::uint64_t memory_used(int device) { not_built(gpu(device)); }
 

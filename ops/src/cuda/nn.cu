@@ -15,6 +15,8 @@
 
 #include <tide/core/cuda_check.h>
 
+#include "scratch.cuh"
+
 namespace tide::cuda_kernels {
 
 namespace {
@@ -133,7 +135,7 @@ __global__ void softmax_ce_backward_kernel(const T* probs, const std::int32_t* l
 struct AsyncBuffer {
   void* ptr = nullptr;
   cudaStream_t stream = nullptr;
-  AsyncBuffer(std::size_t bytes, cudaStream_t s) : stream(s) { TIDE_CUDA_CHECK(cudaMallocAsync(&ptr, bytes, s)); }
+  AsyncBuffer(std::size_t bytes, cudaStream_t s) : ptr(scratch_alloc(bytes, s)), stream(s) {}
   AsyncBuffer(const AsyncBuffer&) = delete;
   AsyncBuffer& operator=(const AsyncBuffer&) = delete;
   // Its error, if any, is the stream's and shows at the stream's next check.

@@ -24,6 +24,7 @@
 
 #include "../reduce_functors.h"
 #include "grid_util.cuh"
+#include "scratch.cuh"
 
 namespace tide::cuda_kernels {
 
@@ -58,7 +59,7 @@ __device__ Acc block_combine(Acc acc, Acc* warps) {
   if (lane == 0) warps[warp] = acc;
   __syncthreads();
   if (warp == 0) {
-    acc = lane < blockDim.x / kWarp ? warps[lane] : Op::identity();
+    acc = lane < kThreads / kWarp ? warps[lane] : Op::identity();
     for (unsigned off = kWarp / 2; off > 0; off /= 2)
       acc = Op::combine(acc, __shfl_down_sync(0xffffffffu, acc, off));
   }
@@ -79,9 +80,12 @@ struct alignas(16) Pack16 {
 /// chunk; the few elements before and after it singly) into one accumulator
 /// per lane of the pack, so that several loads and adds are in flight; the
 /// block then combines in block_combine's tree. The order depends on the
-/// shape and the data's alignment only, so reruns give identical bits.
+/// shape and the data's alignment only, so reruns give identical bits (a
+/// view that starts off a 16-byte boundary may differ from a contiguous
+/// copy of it in the last bits of a float sum). Launched with kThreads
+/// threads, which block_combine assumes.
 template <typename T, Mode M>
-__global__ void rows_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int64_t outer,
+__global__ void __launch_bounds__(kThreads) rows_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int64_t outer,
                             std::int64_t len, std::int64_t chunks, std::int64_t chunk_len) {
   using Op = OpOf<T, M>;
   using Acc = AccOf<T, M>;
@@ -106,8 +110,20 @@ __global__ void rows_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int6
     for (int j = 0; j < W; ++j) lanes[j] = Op::identity();
     const P* packs = reinterpret_cast<const P*>(p + a);
     const std::int64_t npacks = (b - a) / W;
-#pragma unroll 4
-    for (std::int64_t i = threadIdx.x; i < npacks; i += blockDim.x) {
+    // Four packs loaded before any is added, so that four loads are in
+    // flight (a loop the compiler unrolls still checks its bound before each
+    // load); the adds keep index order.
+    std::int64_t i = threadIdx.x;
+    for (; i + 3 * kThreads < npacks; i += 4 * kThreads) {
+      P x[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x[u] = packs[i + u * kThreads];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int j = 0; j < W; ++j) lanes[j] = Op::combine(lanes[j], static_cast<Acc>(x[u].v[j]));
+    }
+    for (; i < npacks; i += kThreads) {
       const P x = packs[i];
 #pragma unroll
       for (int j = 0; j < W; ++j) lanes[j] = Op::combine(lanes[j], static_cast<Acc>(x.v[j]));
@@ -117,8 +133,8 @@ __global__ void rows_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int6
     for (int j = 1; j < W; ++j) acc = Op::combine(acc, lanes[j]);
     // The unaligned head [begin, a) and the tail [b, end): fewer than 2 W
     // elements unless the rows are not even aligned to T.
-    for (std::int64_t k = begin + threadIdx.x; k < a; k += blockDim.x) acc = Op::combine(acc, static_cast<Acc>(p[k]));
-    for (std::int64_t k = b + threadIdx.x; k < end; k += blockDim.x) acc = Op::combine(acc, static_cast<Acc>(p[k]));
+    for (std::int64_t k = begin + threadIdx.x; k < a; k += kThreads) acc = Op::combine(acc, static_cast<Acc>(p[k]));
+    for (std::int64_t k = b + threadIdx.x; k < end; k += kThreads) acc = Op::combine(acc, static_cast<Acc>(p[k]));
     acc = block_combine<Op>(acc, warps);
     if (threadIdx.x == 0) {
       if (partial) partial[task] = acc;
@@ -177,9 +193,19 @@ __global__ void cols_packed_kernel(const T* in, AccOf<T, M>* partial, T* out, st
     Acc acc[W];
 #pragma unroll
     for (int l = 0; l < W; ++l) acc[l] = Op::identity();
-    // Unrolled so that eight loads (128 bytes) are in flight per thread.
-#pragma unroll 8
-    for (std::int64_t k = begin; k < end; ++k) {
+    // Eight rows' packs loaded before any is added: eight loads (128 bytes)
+    // in flight per thread. The adds keep row order.
+    std::int64_t k = begin;
+    for (; k + 8 <= end; k += 8) {
+      P x[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) x[u] = p[(k + u) * inner_packs];
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+#pragma unroll
+        for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(x[u].v[l]));
+    }
+    for (; k < end; ++k) {
       const P x = p[k * inner_packs];
 #pragma unroll
       for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(x.v[l]));
@@ -202,10 +228,18 @@ __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t
   for (std::int64_t idx = first_index(); idx < outer * inner; idx += grid_stride()) {
     const std::int64_t o = idx / inner, j = idx % inner;
     Acc acc = Op::identity();
-    // Unrolled: the loads of eight partials are in flight at once, where a
-    // rolled loop waits for each before the next (the adds stay in order).
-#pragma unroll 8
-    for (std::int64_t c = 0; c < chunks; ++c) acc = Op::combine(acc, partial[(o * chunks + c) * inner + j]);
+    // Eight partials loaded before any is added, so that their loads are in
+    // flight at once; the adds stay in chunk order.
+    const Acc* q = partial + o * chunks * inner + j;
+    std::int64_t c = 0;
+    for (; c + 8 <= chunks; c += 8) {
+      Acc x[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) x[u] = q[(c + u) * inner];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) acc = Op::combine(acc, x[u]);
+    }
+    for (; c < chunks; ++c) acc = Op::combine(acc, q[c * inner]);
     out[idx] = finish<T, M>(acc, len);
   }
 }
@@ -215,7 +249,7 @@ __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t
 /// partials, then the same tree as rows_kernel (block_combine). One thread
 /// adding a thousand partials in turn took most of a whole-tensor sum.
 template <typename T, Mode M>
-__global__ void finalize_rows_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outputs,
+__global__ void __launch_bounds__(kThreads) finalize_rows_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outputs,
                                      std::int64_t chunks, std::int64_t len) {
   using Op = OpOf<T, M>;
   using Acc = AccOf<T, M>;
@@ -278,7 +312,7 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   Acc* partial = nullptr;
   if (chunks > 1) {
     const auto bytes = static_cast<std::size_t>(outputs * chunks) * sizeof(Acc);
-    TIDE_CUDA_CHECK(cudaMallocAsync(&scratch.p, bytes, stream));
+    scratch.p = scratch_alloc(bytes, stream);
     partial = static_cast<Acc*>(scratch.p);
   }
   if (rows) {

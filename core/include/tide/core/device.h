@@ -58,9 +58,15 @@ void synchronize_cuda_device(int device) noexcept;
 /// Bytes held by live storages on cpu:`device`, in every engine of this
 /// process (throws tide::DeviceError outside [0, kMaxCpuDevices)).
 std::uint64_t cpu_memory_in_use(int device);
-/// Bytes of cuda:`device`'s memory pool held by live storages (throws
-/// tide::DeviceError for a device this process does not have).
+/// Bytes of cuda:`device`'s memory held by live storages, in whole blocks
+/// (throws tide::DeviceError for a device this process does not have).
 std::uint64_t cuda_memory_in_use(int device);
+/// Gives the blocks cuda:`device` keeps for reuse (freed storages' memory,
+/// cached by size class) back to the driver, as torch.cuda.empty_cache does;
+/// live storages keep theirs. tide does this itself before it refuses an
+/// allocation, and before a kernel's scratch memory runs out. Throws
+/// tide::DeviceError for a device this process does not have.
+void empty_cuda_cache(int device);
 
 /// The streams every device has. Ops run on the compute stream unless a
 /// StreamScope (or the op itself, like copy_to) picks another.

@@ -101,6 +101,14 @@ struct OpDesc {
   /// (SyncPolicy::inline_op_bytes). Its kernel must not block on anything
   /// the frontend does later; like any kernel, it may not use the engine.
   bool memory_bound = false;
+  /// On a GPU, the kernel only enqueues device work (launches, asynchronous
+  /// copies, device-side waits) and never blocks on another thread or
+  /// process. A GPU stream may then run it while the ops launched before it
+  /// still wait for their completion event (events follow runs of ops);
+  /// before an op without this flag (a collective, a host-side wait) the
+  /// stream records their event first, so that whoever waits for them is
+  /// never held up by it. The ops library sets it on every op it pushes.
+  bool launch_only = false;
 };
 
 }  // namespace tide
