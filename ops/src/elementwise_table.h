@@ -21,6 +21,10 @@
 //   template <typename C, typename T>
 //   static void where(const void* cond, const void* a, const void* b, void* out,
 //                     std::int64_t n, void* stream);
+//   template <typename T, typename I>
+//   static void index_select(const void* in, const void* index, void* out, std::int64_t outer,
+//                            std::int64_t len, std::int64_t count, std::int64_t inner, void* stream);
+//   (and index_add, the same)
 //
 // (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T, and
 // the second along a broadcast map), and the same table-building code serves
@@ -90,6 +94,23 @@ struct ElementwiseTable {
     });
   }
 
+  template <bool Add>
+  static void index(DType dtype, DType index_dtype, const void* in, const void* index, void* out,
+                    std::int64_t outer, std::int64_t len, std::int64_t count, std::int64_t inner, void* stream) {
+    dispatch_dtype(index_dtype, [&](auto itag) {
+      using I = decltype(itag);
+      if constexpr (!functors::kIsInt<I>) {
+        throw DTypeError("an index must be i32 or i64");
+      } else {
+        dispatch_dtype(dtype, [&](auto tag) {
+          using T = decltype(tag);
+          if constexpr (Add) Maps::template index_add<T, I>(in, index, out, outer, len, count, inner, stream);
+          else Maps::template index_select<T, I>(in, index, out, outer, len, count, inner, stream);
+        });
+      }
+    });
+  }
+
   /// The scalar is converted to T here, on the host (static_cast, integers
   /// truncating toward zero), for every device.
   template <typename F, bool Reversed>
@@ -124,6 +145,8 @@ struct ElementwiseTable {
     t.strided_scatter_add = &strided_scatter_add;
     t.cast = &cast;
     t.where = &where;
+    t.index_select = &index<false>;
+    t.index_add = &index<true>;
 #undef TIDE_FILL_BINARY
 #undef TIDE_FILL_UNARY
     return t;

@@ -123,6 +123,18 @@ using CastFn = void (*)(DType from, DType to, const void* in, void* out, std::in
 using WhereFn = void (*)(DType dtype, DType cond_dtype, const void* cond, const void* a, const void* b, void* out,
                          std::int64_t n, void* stream);
 
+/// Along one axis of tensors viewed as [outer, len, inner], with an index of
+/// `count` integers of `index_dtype` (i32 or i64):
+///   index_select: out[o, i, j] = in[o, index[i], j]  (out is [outer, count, inner])
+///   index_add:    out[o, index[i], j] += in[o, i, j]  (in is [outer, count, inner],
+///                 out [outer, len, inner]; an index may repeat)
+/// An index outside [0, len) fails the op: a ValueError on the CPU, a
+/// device-side trap on CUDA (the device is then unusable, as after any
+/// fault). `out` never aliases `in` or `index`.
+using IndexFn = void (*)(DType dtype, DType index_dtype, const void* in, const void* index, void* out,
+                         std::int64_t outer, std::int64_t len, std::int64_t count, std::int64_t inner,
+                         void* stream);
+
 struct Elementwise {
   BinaryFn binary[kBinaryOps] = {};
   BroadcastFn broadcast[kBinaryOps] = {};
@@ -132,6 +144,8 @@ struct Elementwise {
   StridedCopyFn strided_scatter_add = nullptr;
   CastFn cast = nullptr;
   WhereFn where = nullptr;
+  IndexFn index_select = nullptr;
+  IndexFn index_add = nullptr;
   ScalarFn scalar[kBinaryOps] = {};    // a op s
   ScalarFn rscalar[kBinaryOps] = {};   // s op a
   UnaryFn unary[kUnaryOps] = {};

@@ -36,11 +36,10 @@ IndexMap index_map(const Tensor& t, const py::object& key) {
     if (item.is_none()) continue;
     if (PyBool_Check(item.ptr()))  // numpy reads a bool as a mask, not as 0 or 1
       throw py::type_error("tide tensors take no boolean indices (masks)");
-    if (py::isinstance<Tensor>(item) || py::isinstance<py::array>(item))
+    if (py::isinstance<Tensor>(item) || py::isinstance<py::array>(item) || py::isinstance<py::list>(item))
       throw py::type_error(
-          "tide tensors take ints, slices, None and ... as indices; a tensor or array as a mask works in "
-          "t[mask] = value only (reading t[mask] would give a length known only from the mask's values: "
-          "tide.where(mask, t, 0) keeps t's shape instead)");
+          "tide tensors take ints, slices, None and ... in a tuple key; a mask (a tensor or boolean array) or a "
+          "list or array of indices works as the whole key only (t[mask], t[[0, 2]])");
     if (item.ptr() == Py_Ellipsis) ++ellipses;
     else if (PyIndex_Check(item.ptr()) || py::isinstance<py::slice>(item)) ++consumed;  // ints, numpy's ints
     else
@@ -119,11 +118,85 @@ bool picks_one_run(const IndexMap& m) {
 
 }  // namespace
 
+namespace {
+
+/// Rows `picked` of t seen as [lead, rest...], where lead is the product of
+/// t's first k extents: one index_select.
+Tensor take_rows(const Tensor& t, int k, const std::vector<std::int64_t>& picked, Loc loc) {
+  std::vector<std::int64_t> dims{1};
+  for (int d = 0; d < k; ++d) dims[0] *= t.shape()[d];
+  for (int d = k; d < t.ndim(); ++d) dims.push_back(t.shape()[d]);
+  const Tensor rows = reshape(t, dims);
+  const Tensor index = from_vector(picked, Shape{static_cast<std::int64_t>(picked.size())}, t.device(), loc);
+  return index_select(rows, 0, index, loc);
+}
+
+/// A mask's shape must be t's first mask.ndim() extents (torch's rule).
+void check_mask_shape(const Tensor& t, const Shape& mask) {
+  bool fits = mask.ndim() >= 1 && mask.ndim() <= t.ndim();
+  for (int d = 0; fits && d < mask.ndim(); ++d) fits = mask[d] == t.shape()[d];
+  if (!fits)
+    throw py::index_error("tide: t[mask]: a mask of shape " + mask.str() + " must have t's leading extents (t is " +
+                          t.shape().str() + "); tide.where(mask, t, 0) broadcasts instead");
+}
+
+/// t[mask] and t[indices]: the keys whose result is a copy of rows picked
+/// by values. A tide tensor is a mask (any dtype, nonzero or NaN meaning
+/// true, as in t[mask] = value), read to the host: a blocker, as in torch.
+/// A numpy boolean array is a mask too; a list or integer array holds
+/// indices along axis 0 (negative ones count from the end), and the result
+/// has the index's shape followed by t's other extents.
+Tensor get_by_values(const Tensor& t, const py::object& key, Loc loc) {
+  t.check_defined("t[index]");
+  std::vector<std::int64_t> picked;
+  if (py::isinstance<Tensor>(key)) {
+    const Tensor mask = key.cast<Tensor>();
+    mask.check_defined("t[mask]");
+    check_mask_shape(t, mask.shape());
+    dispatch_dtype(mask.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const std::vector<T> v = mask.to_vector<T>(loc);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i] != T(0) || v[i] != v[i]) picked.push_back(static_cast<std::int64_t>(i));
+    });
+    return take_rows(t, mask.ndim(), picked, loc);
+  }
+  py::module_ np = py::module_::import("numpy");
+  const py::array a = np.attr("asarray")(key).cast<py::array>();
+  const char kind = a.dtype().kind();
+  if (kind == 'b') {
+    std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
+    check_mask_shape(t, Shape(shape.begin(), shape.end()));
+    picked = np.attr("flatnonzero")(a).attr("astype")("int64").attr("tolist")().cast<std::vector<std::int64_t>>();
+    return take_rows(t, static_cast<int>(a.ndim()), picked, loc);
+  }
+  if (kind != 'i' && kind != 'u' && a.size() != 0)
+    throw py::type_error("tide: t[index]: an index array holds integers or booleans, not " +
+                         std::string(py::str(a.dtype())));
+  if (t.ndim() == 0) throw py::index_error("tide: a 0-d tensor has no axis to index");
+  const std::int64_t n = t.shape()[0];
+  for (const py::handle v : a.attr("reshape")(-1).attr("tolist")().cast<py::list>()) {
+    std::int64_t i = v.cast<std::int64_t>();
+    if (i < -n || i >= n)
+      throw py::index_error("index " + std::to_string(i) + " is out of range for axis 0 of extent " + std::to_string(n));
+    picked.push_back(i < 0 ? i + n : i);
+  }
+  const Tensor rows = take_rows(t, 1, picked, loc);
+  std::vector<std::int64_t> dims(a.shape(), a.shape() + a.ndim());
+  for (int d = 1; d < t.ndim(); ++d) dims.push_back(t.shape()[d]);
+  return reshape(rows, dims);
+}
+
+}  // namespace
+
 /// t[key]: a view sharing t's storage when the elements picked are one run
 /// in order (t[i], t[a:b], t[i, a:b]), and a copy otherwise (a column, a
-/// step; tide tensors have no strides: see tide::strided).
+/// step; tide tensors have no strides: see tide::strided). A mask or a
+/// list of indices as the key: get_by_values.
 Tensor get_item(const Tensor& t, const py::object& key) {
   const Loc loc = here();
+  if (py::isinstance<Tensor>(key) || py::isinstance<py::array>(key) || py::isinstance<py::list>(key))
+    return get_by_values(t, key, loc);
   const IndexMap m = index_map(t, key);
   return strided(t, m.shape, m.strides, m.offset, loc);
 }

@@ -9,8 +9,10 @@ namespace tide::python {
 
 /// t[key] for basic keys (ints, slices, None and one Ellipsis, alone or in a
 /// tuple, as numpy reads them): a view where the elements are one run in
-/// order, a copy otherwise. A tensor or array as the key (a mask) raises
-/// TypeError saying what to use instead.
+/// order, a copy otherwise. A mask (a tide tensor, nonzero meaning true, or
+/// a numpy boolean array) of t's leading extents picks those rows (a
+/// blocker for a tide tensor: its values are read); a list or integer
+/// array picks rows by index along axis 0 (one index_select).
 Tensor get_item(const Tensor& t, const pybind11::object& key);
 /// t[key] = value: value (a tensor broadcast to t[key]'s shape, or a number)
 /// written into t where the key picks one run of elements; with a tensor or

@@ -253,6 +253,21 @@ void bind_tensor_math(py::module_& m) {
         py::arg("dim") = 0, "the tensors joined along dim (a new tensor)");
   m.def("stack", [](const std::vector<Tensor>& ts, int dim) { return stack(ts, dim, here()); }, py::arg("tensors"),
         py::arg("dim") = 0, "the tensors (of one shape) joined along a new axis dim");
+  m.def(
+      "index_select",
+      [](const Tensor& a, int dim, const Tensor& index) { return index_select(a, dim, index, here()); },
+      py::arg("a"), py::arg("dim"), py::arg("index"),
+      "a's slices at index (an i32 or i64 tensor of 0 or 1 axes, on a's device; values may repeat) along dim, in "
+      "index's order (torch.index_select); differentiable in a. An index out of range fails the op: on a CPU the "
+      "error names it at the next barrier, on a GPU it is a device fault");
+  m.def(
+      "index_add",
+      [](const Tensor& a, int dim, const Tensor& index, const Tensor& src) {
+        return index_add(a, dim, index, src, here());
+      },
+      py::arg("a"), py::arg("dim"), py::arg("index"), py::arg("src"),
+      "a copy of a with src's slices added at index along dim (torch.index_add); repeated indices add up; "
+      "differentiable in a and src");
   m.def("softmax", [](const Tensor& a, int dim) { return softmax(a, dim, here()); }, py::arg("a"), py::arg("dim"),
         "exp(a) / sum(exp(a)) along dim, shifted by the max (floating dtypes)");
   m.def("log_softmax", [](const Tensor& a, int dim) { return log_softmax(a, dim, here()); }, py::arg("a"),

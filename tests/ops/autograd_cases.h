@@ -91,6 +91,16 @@ inline std::vector<GradCase> grad_cases() {
   c.push_back({"permute", {{2, 3, 4}}, [](V x) { return permute(x[0], {2, 0, 1}); }});
   c.push_back({"slice back", {{7, 3}}, [](V x) { return slice(x[0], 0, -1, -8, -2); }});
   c.push_back({"select", {{3, 4}}, [](V x) { return select(x[0], 1, -1); }});
+  // index_select with a repeated index (its gradient adds up), index_add
+  // into both of its operands.
+  c.push_back({"index_select", {{4, 3}}, [](V x) {
+                 const Tensor i = from_vector(std::vector<std::int64_t>{2, 0, 2, 3}, Shape{4}, x[0].device());
+                 return index_select(x[0], 0, i) * index_select(x[0], 0, i);
+               }});
+  c.push_back({"index_add", {{4, 3}, {4, 2}}, [](V x) {
+                 const Tensor i = from_vector(std::vector<std::int64_t>{2, 2}, Shape{2}, x[0].device());
+                 return index_add(x[0], 1, i, x[1] * x[1]) * x[0];
+               }});
   c.push_back({"zero stride", {{4}}, [](V x) { return strided(x[0], {3, 4}, {0, 1}, 0); }});
   c.push_back({"mlp", {{5, 4}, {6, 4}, {6}, {3, 6}, {3}}, [](V x) {
                  const Tensor h = relu(linear(x[0], x[1], x[2]));

@@ -241,6 +241,55 @@ def test_masked_assignment_as_in_torch():
     assert z.tolist() == [1, 2 ** 40, 2 ** 40]
     with pytest.raises(tide.ShapeError):
         z[tide.tensor([1, 0])] = 0
-    # Reading with a mask says what to do instead.
-    with pytest.raises(TypeError, match="where"):
-        x[x > 0]
+
+
+def test_reading_with_a_mask_or_indices_as_in_torch():
+    rng = np.random.default_rng(6)
+    a = rng.normal(size=(3, 4)).astype(np.float32)
+    x = tide.tensor(a)
+    # A comparison as the mask: the elements where it holds, in order.
+    np.testing.assert_array_equal(np.asarray(x[x > 0]), a[a > 0])
+    # A mask of the leading axis picks rows; a numpy boolean mask too.
+    rows = np.array([True, False, True])
+    np.testing.assert_array_equal(np.asarray(x[tide.tensor(rows.astype(np.float32))]), a[rows])
+    np.testing.assert_array_equal(np.asarray(x[rows]), a[rows])
+    assert x[x > 10].shape == (0,)
+    # Lists and integer arrays pick rows by index, negative ones from the end,
+    # and repeat; the result has the index's shape, then the rest of t's.
+    np.testing.assert_array_equal(np.asarray(x[[2, 0, -1]]), a[[2, 0, -1]])
+    idx = np.array([[1, 1], [0, 2]])
+    got = x[idx]
+    assert got.shape == (2, 2, 4)
+    np.testing.assert_array_equal(np.asarray(got), a[idx])
+    assert x[[]].shape == (0, 4)
+    # Integers stay exact.
+    big = tide.tensor([1, 2 ** 40, 3])
+    assert big[[1, 1]].tolist() == [2 ** 40, 2 ** 40]
+    # Refusals: a mask of the wrong shape, an index out of range, floats.
+    with pytest.raises(IndexError, match="leading extents"):
+        x[tide.tensor([1.0, 0.0])]
+    with pytest.raises(IndexError, match="out of range"):
+        x[[3]]
+    with pytest.raises(TypeError, match="integers or booleans"):
+        x[np.array([0.5])]
+    with pytest.raises(TypeError, match="whole key"):
+        x[[0, 1], 0]
+
+
+def test_a_mask_and_indices_carry_gradients():
+    a = tide.tensor([[1.0, -2.0], [3.0, -4.0], [5.0, 6.0]], requires_grad=True)
+    (a[a > 0] * 2.0).sum().backward()
+    assert a.grad.tolist() == [[2.0, 0.0], [2.0, 0.0], [2.0, 2.0]]
+    b = tide.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b[[1, 1, 0]].sum().backward()
+    assert b.grad.tolist() == [[1.0, 1.0], [2.0, 2.0]]
+
+
+def test_index_select_and_index_add_as_in_torch():
+    a = tide.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    i = tide.tensor([2, 0, 2])
+    assert tide.index_select(a, 1, i).tolist() == [[3.0, 1.0, 3.0], [6.0, 4.0, 6.0]]
+    src = tide.ones([2, 3])
+    assert tide.index_add(a, 1, i, src).tolist() == [[2.0, 2.0, 5.0], [5.0, 5.0, 8.0]]
+    with pytest.raises(tide.DTypeError):
+        tide.index_select(a, 1, tide.tensor([0.0]))

@@ -1,5 +1,9 @@
 // The CPU elementwise table: one loop per (functor, dtype) that the
 // compiler vectorizes, the table built by elementwise_table.h.
+#include <string>
+
+#include <tide/core/error.h>
+
 #include "../elementwise_table.h"
 
 namespace tide::kernels {
@@ -114,6 +118,46 @@ struct CpuMaps {
         for (std::int64_t i = 0; i < n; ++i) os[i] = xs[i * s];
       }
     });
+  }
+
+  /// Every index checked before anything is written.
+  template <typename I>
+  static void check_index(const I* idx, std::int64_t count, std::int64_t len) {
+    for (std::int64_t i = 0; i < count; ++i)
+      if (idx[i] < 0 || idx[i] >= len)
+        throw ValueError("index " + std::to_string(idx[i]) + " (at position " + std::to_string(i) +
+                         " of the index) is out of range for an axis of length " + std::to_string(len));
+  }
+
+  template <typename T, typename I>
+  static void index_select(const void* in, const void* index, void* out, std::int64_t outer, std::int64_t len,
+                           std::int64_t count, std::int64_t inner, void*) {
+    const T* x = static_cast<const T*>(in);
+    const I* idx = static_cast<const I*>(index);
+    T* o = static_cast<T*>(out);
+    check_index(idx, count, len);
+    for (std::int64_t r = 0; r < outer; ++r)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const T* src = x + (r * len + static_cast<std::int64_t>(idx[i])) * inner;
+        T* dst = o + (r * count + i) * inner;
+        for (std::int64_t j = 0; j < inner; ++j) dst[j] = src[j];
+      }
+  }
+
+  /// In index order, so sums over a repeated index are reproducible.
+  template <typename T, typename I>
+  static void index_add(const void* in, const void* index, void* out, std::int64_t outer, std::int64_t len,
+                        std::int64_t count, std::int64_t inner, void*) {
+    const T* x = static_cast<const T*>(in);
+    const I* idx = static_cast<const I*>(index);
+    T* o = static_cast<T*>(out);
+    check_index(idx, count, len);
+    for (std::int64_t r = 0; r < outer; ++r)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const T* src = x + (r * count + i) * inner;
+        T* dst = o + (r * len + static_cast<std::int64_t>(idx[i])) * inner;
+        for (std::int64_t j = 0; j < inner; ++j) dst[j] = functors::Add{}(dst[j], src[j]);
+      }
   }
 
   /// gather's walk, adding into the input's places instead of reading them

@@ -197,6 +197,33 @@ __global__ void scatter_add_kernel(const T* in, T* out, StridedMap m, Index n) {
   }
 }
 
+/// out[o, i, j] = in[o, index[i], j], a thread per output element.
+template <typename T, typename I>
+__global__ void index_select_kernel(const T* in, const I* index, T* out, std::int64_t len, std::int64_t count,
+                                    std::int64_t inner, std::int64_t n) {
+  for (std::int64_t e = first_index(); e < n; e += grid_stride()) {
+    const std::int64_t j = e % inner, t = e / inner;
+    const std::int64_t i = t % count, o = t / count;
+    const auto k = static_cast<std::int64_t>(index[i]);
+    if (k < 0 || k >= len) __trap();  // an index out of range: the op (and the device) fails
+    out[e] = in[(o * len + k) * inner + j];
+  }
+}
+
+/// out[o, index[i], j] += in[o, i, j], a thread per input element; atomic,
+/// since an index may repeat (the sum's order then varies run to run).
+template <typename T, typename I>
+__global__ void index_add_kernel(const T* in, const I* index, T* out, std::int64_t len, std::int64_t count,
+                                 std::int64_t inner, std::int64_t n) {
+  for (std::int64_t e = first_index(); e < n; e += grid_stride()) {
+    const std::int64_t j = e % inner, t = e / inner;
+    const std::int64_t i = t % count, o = t / count;
+    const auto k = static_cast<std::int64_t>(index[i]);
+    if (k < 0 || k >= len) __trap();
+    atomic_add(out + (o * len + k) * inner + j, in[e]);
+  }
+}
+
 /// Whether `m` reaches an element twice: some axis of extent > 1 has
 /// stride 0, or two axes' reaches overlap (sorted by stride, each must step
 /// past everything the smaller ones span).
@@ -294,6 +321,26 @@ struct CudaMaps {
           x, o, m, static_cast<std::int32_t>(n));
     else
       gather_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
+    TIDE_CUDA_LAUNCH_CHECK();
+  }
+
+  template <typename T, typename I>
+  static void index_select(const void* in, const void* index, void* out, std::int64_t outer, std::int64_t len,
+                           std::int64_t count, std::int64_t inner, void* stream) {
+    const std::int64_t n = outer * count * inner;
+    if (n == 0) return;
+    index_select_kernel<T, I><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(in), static_cast<const I*>(index), static_cast<T*>(out), len, count, inner, n);
+    TIDE_CUDA_LAUNCH_CHECK();
+  }
+
+  template <typename T, typename I>
+  static void index_add(const void* in, const void* index, void* out, std::int64_t outer, std::int64_t len,
+                        std::int64_t count, std::int64_t inner, void* stream) {
+    const std::int64_t n = outer * count * inner;
+    if (n == 0) return;
+    index_add_kernel<T, I><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(in), static_cast<const I*>(index), static_cast<T*>(out), len, count, inner, n);
     TIDE_CUDA_LAUNCH_CHECK();
   }
 

@@ -58,6 +58,20 @@ Tensor slice(const Tensor& a, int axis, std::int64_t start, std::int64_t stop, s
 /// otherwise a copy. tide::ShapeError when it is out of range.
 Tensor select(const Tensor& a, int axis, std::int64_t index, Loc loc = Loc::current());
 
+/// The elements at `index` along `axis`, in its order (torch.index_select):
+/// a's shape with that axis's extent index.numel(). `index` is a 0-d or 1-d
+/// i32 or i64 tensor on a's device; its values may repeat. A copy, one op;
+/// differentiable in a (the gradient is index_add's). An index outside
+/// [0, extent) fails the op: on the CPU the error names the index, at the
+/// next barrier; on a GPU it is a device-side fault, which ends the device's
+/// use, as an out-of-range index does in PyTorch.
+Tensor index_select(const Tensor& a, int axis, const Tensor& index, Loc loc = Loc::current());
+/// A copy of `a` with src's slices added at `index` along `axis`
+/// (torch.index_add): out[..., index[i], ...] += src[..., i, ...], where src
+/// has a's shape except index.numel() along `axis`. Repeated indices add up
+/// (on a GPU in an order that varies run to run). Differentiable in a and src.
+Tensor index_add(const Tensor& a, int axis, const Tensor& index, const Tensor& src, Loc loc = Loc::current());
+
 /// The general form of the four above: a tensor of `shape` whose element at
 /// index (i_0, ..., i_k) is a's flat element
 /// offset + i_0 * strides[0] + ... + i_k * strides[k]; a view of a when
