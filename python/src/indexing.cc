@@ -136,7 +136,7 @@ void check_mask_shape(const Tensor& t, const Shape& mask) {
   bool fits = mask.ndim() >= 1 && mask.ndim() <= t.ndim();
   for (int d = 0; fits && d < mask.ndim(); ++d) fits = mask[d] == t.shape()[d];
   if (!fits)
-    throw py::index_error("tide: t[mask]: a mask of shape " + mask.str() + " must have t's leading extents (t is " +
+    throw py::index_error("tide: a mask of shape " + mask.str() + " must have t's leading extents (t is " +
                           t.shape().str() + "); tide.where(mask, t, 0) broadcasts instead");
 }
 
@@ -156,8 +156,16 @@ Tensor get_by_values(const Tensor& t, const py::object& key, Loc loc) {
     dispatch_dtype(mask.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const std::vector<T> v = mask.to_vector<T>(loc);
-      for (std::size_t i = 0; i < v.size(); ++i)
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        // An integer tensor of other values is an index in torch: refused
+        // rather than read as a mask (tide has no bool dtype to tell them apart).
+        if constexpr (std::is_integral_v<T>)
+          if (v[i] != 0 && v[i] != 1)
+            throw py::type_error("tide: t[key] with an integer tensor reads it as a mask (0 or 1, as comparisons "
+                                 "give), and this one holds " + std::to_string(v[i]) +
+                                 ": for indices use tide.index_select(t, 0, key) or a list");
         if (v[i] != T(0) || v[i] != v[i]) picked.push_back(static_cast<std::int64_t>(i));
+      }
     });
     return take_rows(t, mask.ndim(), picked, loc);
   }
@@ -176,7 +184,13 @@ Tensor get_by_values(const Tensor& t, const py::object& key, Loc loc) {
   if (t.ndim() == 0) throw py::index_error("tide: a 0-d tensor has no axis to index");
   const std::int64_t n = t.shape()[0];
   for (const py::handle v : a.attr("reshape")(-1).attr("tolist")().cast<py::list>()) {
-    std::int64_t i = v.cast<std::int64_t>();
+    std::int64_t i = 0;
+    try {
+      i = v.cast<std::int64_t>();
+    } catch (const py::cast_error&) {
+      throw py::index_error("index " + py::repr(v).cast<std::string>() + " is out of range for axis 0 of extent " +
+                            std::to_string(n));
+    }
     if (i < -n || i >= n)
       throw py::index_error("index " + std::to_string(i) + " is out of range for axis 0 of extent " + std::to_string(n));
     picked.push_back(i < 0 ? i + n : i);
@@ -250,6 +264,9 @@ void set_masked(Tensor& t, const py::object& key, const py::object& value);
 /// already updated: nothing is left to write.
 void set_item(Tensor& t, const py::object& key, const py::object& value) {
   if (py::isinstance<Tensor>(key) || py::isinstance<py::array>(key)) return set_masked(t, key, value);
+  if (py::isinstance<py::list>(key))
+    throw py::type_error("tide: t[[i, j, ...]] = value (assignment by a list of indices) is not supported: use a "
+                         "mask (t[mask] = value) or tide.index_add");
   const Loc loc = here();
   const IndexMap m = index_map(t, key);
   Shape vs;
@@ -293,8 +310,9 @@ namespace {
 
 /// t[mask] = value, torch's masked assignment: value (a number, or a tensor
 /// that broadcasts to t's shape) written where mask (a tide tensor of any
-/// dtype or a numpy array, nonzero meaning true, broadcasting to t's shape)
-/// is true. Two ops, t = where(mask, value, t) in place; nothing read back.
+/// dtype, nonzero meaning true, or a numpy boolean array, of t's leading
+/// extents as in reading) is true, over the rest of t's axes. Two ops,
+/// t = where(mask, value, t) in place; nothing read back.
 void set_masked(Tensor& t, const py::object& key, const py::object& value) {
   const Loc loc = here();
   t.check_defined("t[mask] = value");
@@ -304,12 +322,17 @@ void set_masked(Tensor& t, const py::object& key, const py::object& value) {
     mask.check_defined("t[mask] = value");
   } else {
     py::array a = key.cast<py::array>();
-    if (a.dtype().kind() == 'b') a = a.attr("astype")("int32").cast<py::array>();
+    if (a.dtype().kind() != 'b')
+      throw py::type_error("tide: t[array] = value takes a boolean array (a mask), not " +
+                           std::string(py::str(a.dtype())) + ": assignment by indices is not supported (use "
+                           "tide.index_add)");
+    a = a.attr("astype")("int32").cast<py::array>();
     mask = from_numpy(a, t.device().str());
   }
-  if (broadcast_shapes(mask.shape(), t.shape()) != t.shape())
-    throw ShapeError("tide: t[mask] = value: a mask of shape " + mask.shape().str() + " does not broadcast to t's shape " +
-                     t.shape().str());
+  check_mask_shape(t, mask.shape());
+  // Over the axes after the mask's: where broadcasts it along them.
+  std::vector<std::int64_t> dims(mask.shape().begin(), mask.shape().end());
+  dims.resize(static_cast<std::size_t>(t.ndim()), 1);
   Shape vs;
   const auto make = assigned_value(t, value, vs, loc);
   if (broadcast_shapes(vs, t.shape()) != t.shape())
@@ -320,7 +343,7 @@ void set_masked(Tensor& t, const py::object& key, const py::object& value) {
     throw UsageError("t[mask] = value: an in-place write cannot be recorded for autograd, and a tensor involved "
                      "requires a gradient. Run it with grad mode off (tide.no_grad()), as an optimizer step does");
   if (t.numel() == 0) return;
-  const Tensor w = where(mask, make(), t, loc);
+  const Tensor w = where(reshape(mask, dims), make(), t, loc);
   copy_(t, w, loc);
 }
 

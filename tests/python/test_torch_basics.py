@@ -228,19 +228,28 @@ def test_masked_assignment_as_in_torch():
     x = tide.tensor(a)
     x[x < 0] = 0.0  # the idiom: a comparison as the mask
     np.testing.assert_array_equal(np.asarray(x), np.where(a < 0, 0, a))
-    # A numpy boolean mask, a tensor value broadcast along the rows.
+    # A numpy boolean mask of rows, a tensor value broadcast along them, as
+    # torch's y[mask] = row.
     y = tide.tensor(a)
-    mask = np.array([True, False, True, False])
+    mask = np.array([True, False, True])
     y[mask] = tide.tensor([1.0, 2.0, 3.0, 4.0])
     want = a.copy()
-    want[:, mask] = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)[mask]
+    want[mask] = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(y), want)
-    # Integers stay exact; a mask that does not broadcast is refused.
+    # Integers stay exact; a mask that is not t's leading extents is refused,
+    # as in torch (and reading uses the same rule).
     z = tide.tensor([1, 2, 3])
     z[tide.tensor([0, 1, 1])] = 2 ** 40
     assert z.tolist() == [1, 2 ** 40, 2 ** 40]
-    with pytest.raises(tide.ShapeError):
+    with pytest.raises(IndexError, match="leading extents"):
         z[tide.tensor([1, 0])] = 0
+    with pytest.raises(IndexError, match="leading extents"):
+        y[np.array([True, False, True, False])] = 0.0
+    # Indices are not a mask: refused rather than read as one.
+    with pytest.raises(TypeError, match="index_add"):
+        y[np.array([0, 2])] = 0.0
+    with pytest.raises(TypeError, match="list of indices"):
+        y[[0, 2]] = 0.0
 
 
 def test_reading_with_a_mask_or_indices_as_in_torch():
@@ -274,6 +283,16 @@ def test_reading_with_a_mask_or_indices_as_in_torch():
         x[np.array([0.5])]
     with pytest.raises(TypeError, match="whole key"):
         x[[0, 1], 0]
+    with pytest.raises(IndexError, match="out of range"):
+        x[[-4]]
+    with pytest.raises(IndexError, match="out of range"):
+        x[np.array([2 ** 63], dtype=np.uint64)]
+    # A list of booleans is a mask, as in numpy; an integer tide tensor is a
+    # mask of 0s and 1s (what comparisons give), and other values are refused.
+    np.testing.assert_array_equal(np.asarray(x[[True, False, True]]), a[[True, False, True]])
+    np.testing.assert_array_equal(np.asarray(x[tide.tensor([0, 1, 1])]), a[[False, True, True]])
+    with pytest.raises(TypeError, match="index_select"):
+        x[tide.tensor([2, 0, 1])]
 
 
 def test_a_mask_and_indices_carry_gradients():
@@ -291,5 +310,6 @@ def test_index_select_and_index_add_as_in_torch():
     assert tide.index_select(a, 1, i).tolist() == [[3.0, 1.0, 3.0], [6.0, 4.0, 6.0]]
     src = tide.ones([2, 3])
     assert tide.index_add(a, 1, i, src).tolist() == [[2.0, 2.0, 5.0], [5.0, 5.0, 8.0]]
+    assert a.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]  # a itself unchanged
     with pytest.raises(tide.DTypeError):
         tide.index_select(a, 1, tide.tensor([0.0]))
