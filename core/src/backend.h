@@ -138,6 +138,10 @@ class Lane {
   virtual ~Lane() = default;
 
   virtual int device() const = 0;
+  /// Makes the lane's device current on the calling thread (its stream's
+  /// worker and completion thread, once each as they start); throws
+  /// tide::Error when it cannot.
+  virtual void bind_thread() const = 0;
   /// The native stream the stream's ops launch on.
   virtual void* native() const = 0;
   /// Worker: after launching op `seq` (and the ops since the last event). A

@@ -6,9 +6,12 @@
 
 namespace tide {
 
-Stream::Stream(Hooks& hooks, int index, Device device, StreamKind kind) : hooks_(hooks), index_(index) {
-  if (device.is_cuda()) {
-    lane_ = backend::make_lane(device.index, kind);
+Stream::Stream(Hooks& hooks, int index, Device device, StreamKind kind)
+    : Stream(hooks, index, device.is_cuda() ? backend::make_lane(device.index, kind) : nullptr) {}
+
+Stream::Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane)
+    : hooks_(hooks), index_(index), lane_(std::move(lane)) {
+  if (lane_) {
     uncovered_.reserve(kCoverEvery);
     queue_.set_poll(kGpuPoll);
     inflight_.set_poll(kGpuPoll);
@@ -179,7 +182,7 @@ void Stream::worker() {
   std::string device_error;
   if (lane_) {
     try {
-      backend::set_device(lane_->device());
+      lane_->bind_thread();
     } catch (const std::exception& e) {
       device_error = e.what();
     }
@@ -275,7 +278,7 @@ void Stream::cover() {
 void Stream::completion_worker() {
   TIDE_INTERNAL_ASSERT(lane_ != nullptr, "a completion thread runs only for a GPU stream");
   try {
-    backend::set_device(lane_->device());
+    lane_->bind_thread();
   } catch (const std::exception&) {
     // Every op of this stream then fails at launch, and its event reports it.
   }

@@ -93,6 +93,10 @@ class Stream {
   /// and memory see GPU completion); waits between GPU streams are the
   /// lane's event waits (cudaStreamWaitEvent on CUDA).
   Stream(Hooks& hooks, int index, Device device, StreamKind kind);
+  /// A GPU stream on `lane` (a CPU stream when it is null): what the first
+  /// form makes for a GPU device, and how tests run a stream on a simulated
+  /// device.
+  Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane);
   /// Joins the worker if stop() and join() were not called.
   ~Stream();
   Stream(const Stream&) = delete;

@@ -15,6 +15,7 @@ struct FakeLane final : backend::Lane {
   std::vector<std::uint64_t> ends;
   bool fail = false;
   int device() const override { return 0; }
+  void bind_thread() const override {}
   void* native() const override { return nullptr; }
   backend::Fault record(std::uint64_t) override { return {}; }
   backend::Fault make_wait(std::uint64_t, void*, const std::atomic<std::uint64_t>&) override { return {}; }

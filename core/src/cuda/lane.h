@@ -31,6 +31,7 @@ class CudaLane final : public Lane {
   CudaLane& operator=(const CudaLane&) = delete;
 
   int device() const override { return device_; }
+  void bind_thread() const override { set_device(device_); }
   void* native() const override { return stream_; }
   Fault record(std::uint64_t seq) override;
   Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) override;

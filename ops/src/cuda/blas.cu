@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <tide/core/cuda_check.h>
+#include <tide/core/device.h>
 
 #include "cublas_check.h"
 
@@ -63,7 +64,13 @@ class ThreadBlas {
     // cublasSetStream resets the workspace to cuBLAS's own pool, so the
     // workspace is set after it.
     TIDE_CUBLAS_CHECK(cublasSetStream(h->handle, stream));
-    TIDE_CUDA_CHECK(cudaMalloc(&h->workspace, kWorkspaceBytes));
+    cudaError_t e = cudaMalloc(&h->workspace, kWorkspaceBytes);
+    if (e == cudaErrorMemoryAllocation) {  // the storages' cached blocks may be what it lacks
+      cudaGetLastError();
+      empty_cuda_cache(device);
+      e = cudaMalloc(&h->workspace, kWorkspaceBytes);
+    }
+    TIDE_CUDA_CHECK(e);
     TIDE_CUBLAS_CHECK(cublasSetWorkspace(h->handle, h->workspace, kWorkspaceBytes));
     // Stated rather than assumed: the default math mode never lets f32
     // products use TF32 or bf16 (only the compute types below do), and

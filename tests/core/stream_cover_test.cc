@@ -1,0 +1,320 @@
+// A GPU stream's completion events follow runs of ops (Stream::cover), run
+// here on a simulated device: each lane is a thread that runs enqueued work
+// in order, with CUDA's event semantics (a record captures the work queued
+// so far; a wait captures the latest record; a re-record starts afresh).
+// The Stream code is the one a GPU runs; only the lane is simulated. Checked:
+// completion never runs ahead of the device across more ops than the event
+// ring holds, cross-stream order and ping-pong, a waiter for an op in the
+// middle of a burst whose later work is held on the device, an op blocked
+// on the host behind launched ops, and shutdown with work queued.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "stream.h"
+
+namespace tide {
+namespace {
+
+/// A device queue: one thread running work items in order.
+class SimQueue {
+ public:
+  SimQueue() : thread_([this] { run(); }) {}
+  ~SimQueue() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void push(std::function<void()> f) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      q_.push_back(std::move(f));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> f;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+        if (q_.empty()) return;
+        f = std::move(q_.front());
+        q_.pop_front();
+      }
+      f();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> q_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+/// One recording of an event: set when the device reaches it.
+struct Mark {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  void set() {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      done = true;
+    }
+    cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return done; });
+  }
+};
+
+/// A lane on a SimQueue, with a ring of events as CudaLane has.
+class SimLane final : public backend::Lane {
+ public:
+  SimLane() : marks_(kRing), recorded_at_(kRing, 0) {}
+  int device() const override { return 0; }
+  void bind_thread() const override {}
+  void* native() const override { return const_cast<SimQueue*>(&queue_); }
+  backend::Fault record(std::uint64_t seq) override {
+    auto mark = std::make_shared<Mark>();
+    std::lock_guard<std::mutex> lock(mutex_);
+    marks_[seq % kRing] = mark;
+    recorded_at_[seq % kRing] = seq;
+    last_ = seq;
+    records.fetch_add(1);
+    queue_.push([mark] { mark->set(); });
+    return {};
+  }
+  backend::Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed.load() >= seq) return {};
+    if (last_ < seq) return {"no event covers the awaited op", false};
+    std::uint64_t at = last_;
+    for (std::uint64_t s = seq; s < last_; ++s)
+      if (recorded_at_[s % kRing] == s) {
+        at = s;
+        break;
+      }
+    std::shared_ptr<Mark> mark = marks_[at % kRing];
+    static_cast<SimQueue*>(consumer)->push([mark] { mark->wait(); });
+    return {};
+  }
+  backend::Fault wait_done(std::uint64_t seq) override {
+    std::shared_ptr<Mark> mark;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      mark = marks_[seq % kRing];
+      if (recorded_at_[seq % kRing] != seq) return {"waited for an op no event was recorded after", true};
+    }
+    mark->wait();
+    return {};
+  }
+  backend::Fault record_begin(std::uint64_t) override { return {"untimed", false}; }
+  backend::Fault record_end(std::uint64_t) override { return {"untimed", false}; }
+  bool span(std::uint64_t, std::int64_t&, std::int64_t&) override { return false; }
+
+  std::atomic<std::uint64_t> records{0};
+
+ private:
+  SimQueue queue_;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<Mark>> marks_;
+  std::vector<std::uint64_t> recorded_at_;
+  std::uint64_t last_ = 0;
+};
+
+/// What the engine does around an op, reduced to running its kernel.
+struct Hooks final : Stream::Hooks {
+  std::atomic<int> failures{0};
+  void run(QueuedOp& op, int, void* native, const char* skip) override {
+    if (skip) {
+      failures.fetch_add(1);
+      return;
+    }
+    OpContext ctx;
+    ctx.native_stream = native;
+    op.desc.fn(ctx);
+  }
+  void completed(std::uint64_t) override {}
+  void async_failure(QueuedOp&, int, const std::string&, bool) override { failures.fetch_add(1); }
+  bool tracing() const override { return false; }
+  void trace_settled(QueuedOp&, int, bool, std::int64_t, std::int64_t) override {}
+};
+
+/// A stream on a fresh simulated device, and its lane.
+struct SimStream {
+  SimLane* lane;
+  std::unique_ptr<Stream> stream;
+  SimStream(Hooks& hooks, int index) {
+    auto l = std::make_unique<SimLane>();
+    lane = l.get();
+    stream = std::make_unique<Stream>(hooks, index, std::move(l));
+  }
+  ~SimStream() {
+    if (joined) return;
+    stream->stop();
+    stream->join();
+  }
+  bool joined = false;
+};
+
+/// Pushes an op whose kernel enqueues `device_work` on its stream's queue
+/// (or, not launch-only, runs `host_work` on the worker); returns its seq.
+std::uint64_t push(Stream& s, std::function<void()> device_work, std::vector<StreamPoint> waits = {},
+                   bool launch_only = true) {
+  QueuedOp* op = s.acquire_op();
+  op->desc.launch_only = launch_only;
+  op->desc.fn = [device_work = std::move(device_work), launch_only](const OpContext& ctx) {
+    if (launch_only) static_cast<SimQueue*>(ctx.native_stream)->push(device_work);
+    else device_work();  // on the host, in the worker
+  };
+  op->seq = s.next_seq();
+  for (const StreamPoint& p : waits) op->waits[op->nwaits++] = p;
+  s.enqueue(op);
+  return op->seq;
+}
+
+TEST(StreamCover, CompletionNeverRunsAheadOfTheDeviceAcrossTheRing) {
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  std::atomic<std::uint64_t> device_count{0};
+  constexpr std::uint64_t kOps = 5000;  // several laps of the 1024-event ring
+  // The worker is held on the host while the ops are queued, so that it
+  // finds a long queue (runs of ops) whatever the machine's load.
+  std::latch hold(1);
+  push(*a.stream, [&hold] { hold.wait(); }, {}, false);
+  for (std::uint64_t i = 2; i <= kOps; ++i)
+    ASSERT_EQ(push(*a.stream, [&device_count] { device_count.fetch_add(1); }), i);
+  hold.count_down();
+  for (std::uint64_t i = 777; i <= kOps; i += 777) {  // waiters in the middle of runs
+    a.stream->wait_until(i);
+    EXPECT_GE(device_count.load(), i - 1) << "op " << i << " counted complete before the device ran it";
+    a.stream->reclaim();
+  }
+  a.stream->wait_until(kOps);
+  EXPECT_EQ(device_count.load(), kOps - 1);
+  EXPECT_EQ(hooks.failures.load(), 0);
+  // Events follow runs: far fewer than one per op.
+  EXPECT_LT(a.lane->records.load(), kOps / 4) << "an event per op";
+  EXPECT_GE(a.lane->records.load(), kOps / 32) << "a run of more than 32 ops";
+}
+
+TEST(StreamCover, CrossStreamReadsSeeEveryWriteAndPingPongNeverStalls) {
+  Hooks hooks;
+  SimStream a(hooks, 0), b(hooks, 1);
+  std::vector<int> cells(2000, 0);
+  std::atomic<int> wrong{0};
+  std::uint64_t last_a = 0;
+  for (int i = 0; i < 2000; ++i) {
+    last_a = push(*a.stream, [&cells, i] { cells[static_cast<std::size_t>(i)] = i + 1; });
+    if (i % 3 == 0)  // b reads what a wrote, ordered by an event wait only
+      push(*b.stream, [&cells, &wrong, i] { wrong += cells[static_cast<std::size_t>(i)] != i + 1; },
+           {{a.stream.get(), last_a}});
+    a.stream->reclaim();
+    b.stream->reclaim();
+  }
+  // Ping-pong: each op reads the other stream's latest output.
+  std::atomic<int> value{0};
+  std::uint64_t prev_a = 0, prev_b = 0;
+  for (int i = 0; i < 400; ++i) {
+    if (i % 2 == 0) {
+      prev_a = push(*a.stream, [&value, &wrong, i] { wrong += value.load() != i; value = i + 1; },
+                    prev_b ? std::vector<StreamPoint>{{b.stream.get(), prev_b}} : std::vector<StreamPoint>{});
+    } else {
+      prev_b = push(*b.stream, [&value, &wrong, i] { wrong += value.load() != i; value = i + 1; },
+                    {{a.stream.get(), prev_a}});
+    }
+  }
+  b.stream->wait_until(prev_b);
+  a.stream->wait_until(a.stream->pushed());
+  EXPECT_EQ(value.load(), 400);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, AWaiterForAnOpMidBurstIsNotHeldByTheWorkAfterIt) {
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  std::latch start(1), release(1);
+  // The worker is held on the host first, so that the waiter below asks for
+  // op x before the worker launches it.
+  push(*a.stream, [&start] { start.wait(); }, {}, false);
+  const std::uint64_t x = push(*a.stream, [] {});
+  // The work after x is held on the device until the waiter is through:
+  // were x's event recorded only after it, the wait could never end.
+  push(*a.stream, [&release] { release.wait(); });
+  for (int i = 0; i < 10; ++i) push(*a.stream, [] {});
+  std::thread opener([&start] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    start.count_down();
+  });
+  a.stream->wait_until(x);
+  EXPECT_GE(a.stream->completed(), x);
+  release.count_down();
+  opener.join();
+  a.stream->wait_until(a.stream->pushed());
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, AnOpBlockedOnTheHostGetsTheEventOfTheOpsBeforeIt) {
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  std::latch entered(1), hold(1);
+  std::atomic<bool> wrote{false};
+  const std::uint64_t w = push(*a.stream, [&wrote] { wrote = true; });
+  push(*a.stream, [&entered, &hold] {  // a collective waiting for its peers, say
+    entered.count_down();
+    hold.wait();
+  }, {}, false);
+  // Asked only once the worker is inside the held op: w must have had its
+  // event before it, or the wait would never end.
+  entered.wait();
+  a.stream->wait_until(w);
+  EXPECT_TRUE(wrote.load());
+  hold.count_down();
+  a.stream->wait_until(a.stream->pushed());
+}
+
+TEST(StreamCover, ShutdownWithWorkQueuedCompletesEverything) {
+  Hooks hooks;
+  std::atomic<int> ran{0};
+  {
+    SimStream a(hooks, 0), b(hooks, 1);
+    std::uint64_t last = 0;
+    for (int i = 0; i < 3000; ++i) {
+      last = push(*a.stream, [&ran] { ran.fetch_add(1); });
+      if (i % 100 == 0) push(*b.stream, [&ran] { ran.fetch_add(1); }, {{a.stream.get(), last}});
+      a.stream->reclaim();
+      b.stream->reclaim();
+    }
+    // Both stop (everything queued still runs), then both join.
+    a.stream->stop();
+    b.stream->stop();
+    a.stream->join();
+    b.stream->join();
+    a.joined = b.joined = true;
+    EXPECT_EQ(a.stream->completed(), a.stream->pushed());
+    EXPECT_EQ(b.stream->completed(), b.stream->pushed());
+  }
+  EXPECT_EQ(ran.load(), 3000 + 30);
+}
+
+}  // namespace
+}  // namespace tide
