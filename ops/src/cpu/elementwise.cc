@@ -120,28 +120,31 @@ struct CpuMaps {
     });
   }
 
-  /// Every index checked before anything is written.
-  template <typename I>
-  static void check_index(const I* idx, std::int64_t count, std::int64_t len) {
+  /// Calls slice(indexed, packed) for each (outer row, index position): the
+  /// slice of `inner` elements at index[i] along the axis of length `len`,
+  /// and the one at position i along an axis of length `count`. Every index
+  /// is checked before the first call.
+  template <typename I, typename Slice>
+  static void walk_index(const void* index, std::int64_t outer, std::int64_t len, std::int64_t count,
+                         std::int64_t inner, Slice slice) {
+    const I* idx = static_cast<const I*>(index);
     for (std::int64_t i = 0; i < count; ++i)
       if (idx[i] < 0 || idx[i] >= len)
         throw ValueError("index " + std::to_string(idx[i]) + " (at position " + std::to_string(i) +
                          " of the index) is out of range for an axis of length " + std::to_string(len));
+    for (std::int64_t r = 0; r < outer; ++r)
+      for (std::int64_t i = 0; i < count; ++i)
+        slice((r * len + static_cast<std::int64_t>(idx[i])) * inner, (r * count + i) * inner);
   }
 
   template <typename T, typename I>
   static void index_select(const void* in, const void* index, void* out, std::int64_t outer, std::int64_t len,
                            std::int64_t count, std::int64_t inner, void*) {
     const T* x = static_cast<const T*>(in);
-    const I* idx = static_cast<const I*>(index);
     T* o = static_cast<T*>(out);
-    check_index(idx, count, len);
-    for (std::int64_t r = 0; r < outer; ++r)
-      for (std::int64_t i = 0; i < count; ++i) {
-        const T* src = x + (r * len + static_cast<std::int64_t>(idx[i])) * inner;
-        T* dst = o + (r * count + i) * inner;
-        for (std::int64_t j = 0; j < inner; ++j) dst[j] = src[j];
-      }
+    walk_index<I>(index, outer, len, count, inner, [&](std::int64_t indexed, std::int64_t packed) {
+      for (std::int64_t j = 0; j < inner; ++j) o[packed + j] = x[indexed + j];
+    });
   }
 
   /// In index order, so sums over a repeated index are reproducible.
@@ -149,15 +152,10 @@ struct CpuMaps {
   static void index_add(const void* in, const void* index, void* out, std::int64_t outer, std::int64_t len,
                         std::int64_t count, std::int64_t inner, void*) {
     const T* x = static_cast<const T*>(in);
-    const I* idx = static_cast<const I*>(index);
     T* o = static_cast<T*>(out);
-    check_index(idx, count, len);
-    for (std::int64_t r = 0; r < outer; ++r)
-      for (std::int64_t i = 0; i < count; ++i) {
-        const T* src = x + (r * count + i) * inner;
-        T* dst = o + (r * len + static_cast<std::int64_t>(idx[i])) * inner;
-        for (std::int64_t j = 0; j < inner; ++j) dst[j] = functors::Add{}(dst[j], src[j]);
-      }
+    walk_index<I>(index, outer, len, count, inner, [&](std::int64_t indexed, std::int64_t packed) {
+      for (std::int64_t j = 0; j < inner; ++j) o[indexed + j] = functors::Add{}(o[indexed + j], x[packed + j]);
+    });
   }
 
   /// gather's walk, adding into the input's places instead of reading them
