@@ -19,6 +19,16 @@ DType parse_dtype(const std::string& s);
 /// same DTypeError set_requires_grad gives afterwards).
 void check_grad_dtype(bool requires_grad, DType dtype);
 
+/// A numpy dtype's kind ('f', 'i', 'u', 'b', ...) and size in bytes, read
+/// through Python attributes. pybind11 before 2.12 (Debian 12 has 2.10)
+/// reads them from numpy 1's C struct, whose layout numpy 2 changed: there
+/// its itemsize() is wrong, so tide never calls it.
+struct NumpyType {
+  char kind = 0;
+  int itemsize = 0;
+};
+NumpyType numpy_type(const pybind11::handle& array_or_dtype);
+
 /// A copy of numpy array `a` on `device` (made now: later changes to `a`
 /// are not seen): float32, float64, int32 and int64, either byte order.
 Tensor from_numpy(const pybind11::array& a, const std::string& device);

@@ -171,7 +171,7 @@ Tensor get_by_values(const Tensor& t, const py::object& key, Loc loc) {
   }
   py::module_ np = py::module_::import("numpy");
   const py::array a = np.attr("asarray")(key).cast<py::array>();
-  const char kind = a.dtype().kind();
+  const char kind = numpy_type(a).kind;
   if (kind == 'b') {
     std::vector<std::int64_t> shape(a.shape(), a.shape() + a.ndim());
     check_mask_shape(t, Shape(shape.begin(), shape.end()));
@@ -322,7 +322,7 @@ void set_masked(Tensor& t, const py::object& key, const py::object& value) {
     mask.check_defined("t[mask] = value");
   } else {
     py::array a = key.cast<py::array>();
-    if (a.dtype().kind() != 'b')
+    if (numpy_type(a).kind != 'b')
       throw py::type_error("tide: t[array] = value takes a boolean array (a mask), not " +
                            std::string(py::str(a.dtype())) + ": assignment by indices is not supported (use "
                            "tide.index_add)");

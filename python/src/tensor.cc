@@ -59,7 +59,15 @@ py::array to_numpy_as(const Tensor& t) {
     v = t.to_vector<T>(loc);
   }
   std::vector<py::ssize_t> dims(t.shape().begin(), t.shape().end());
-  py::array_t<T> out(dims);
+  // C-order strides given, not left to pybind11: it would compute them from
+  // a dtype size it misreads under numpy 2 (see numpy_type).
+  std::vector<py::ssize_t> strides(dims.size());
+  py::ssize_t step = sizeof(T);
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= dims[d];
+  }
+  py::array_t<T> out(dims, strides);
   std::copy(v.begin(), v.end(), out.mutable_data());
   return out;
 }
@@ -124,12 +132,18 @@ std::vector<std::int64_t> dims_of(const py::args& args) {
 
 }  // namespace
 
+NumpyType numpy_type(const py::handle& array_or_dtype) {
+  const py::object dt = py::hasattr(array_or_dtype, "dtype") ? array_or_dtype.attr("dtype")
+                                                             : py::reinterpret_borrow<py::object>(array_or_dtype);
+  const std::string kind = py::str(dt.attr("kind"));
+  return {kind.empty() ? '?' : kind[0], dt.attr("itemsize").cast<int>()};
+}
+
 Tensor from_numpy(const py::array& a, const std::string& device) {
   const Device d = Device::parse(device);
   const py::dtype dt = a.dtype();
   // By kind and size, so that either byte order is taken (and swapped).
-  const char kind = dt.kind();
-  const auto size = dt.itemsize();
+  const auto [kind, size] = numpy_type(a);
   if (kind == 'f' && size == 4) return from_array<float>(a, d);
   if (kind == 'f' && size == 8) return from_array<double>(a, d);
   if (kind == 'i' && size == 4) return from_array<std::int32_t>(a, d);
@@ -280,8 +294,8 @@ void bind_tensors(py::module_& m) {
   const char* f32 = "f32";
   const char* cpu0 = "cpu:0";
   m.def("from_numpy", [](py::array a, const std::string& dev, bool rg) {
-          if (rg && a.dtype().kind() != 'f')
-            check_grad_dtype(rg, a.dtype().itemsize() == 4 ? DType::i32 : DType::i64);
+          const NumpyType nt = numpy_type(a);
+          if (rg && nt.kind != 'f') check_grad_dtype(rg, nt.itemsize == 4 ? DType::i32 : DType::i64);
           return from_numpy(a, dev).set_requires_grad(rg);
         },
         py::arg("array"), py::arg("device") = cpu0, py::arg("requires_grad") = false,
