@@ -69,13 +69,34 @@ __global__ void random_kernel(T* out, std::int64_t n, std::uint64_t seed, std::u
     } else {
       for (int k = 0; k < 4; ++k) v[k] = philox::to_unit(b.v[k]);
     }
+    T x[4];
     for (int lane = 0; lane < 4; ++lane) {
-      const std::uint64_t j = 4 * counter + static_cast<std::uint64_t>(lane);
+      const T y = static_cast<T>(v[lane]);
+      x[lane] = (!Normal && y >= T(1)) ? kBelowOne : y;
+    }
+    // A whole block inside the output, 16-byte aligned there (every block
+    // but the ends when the offset is a multiple of 4): one or two 16-byte
+    // stores, where four scalar ones would each write a quarter of the
+    // warp's sectors.
+    const std::uint64_t j0 = 4 * counter;
+    if (j0 >= offset && j0 - offset + 4 <= static_cast<std::uint64_t>(n)) {
+      T* dst = out + (j0 - offset);
+      if (reinterpret_cast<std::uintptr_t>(dst) % 16 == 0) {
+        if constexpr (sizeof(T) == 4) {
+          *reinterpret_cast<float4*>(dst) = make_float4(x[0], x[1], x[2], x[3]);
+        } else {
+          reinterpret_cast<double2*>(dst)[0] = make_double2(x[0], x[1]);
+          reinterpret_cast<double2*>(dst)[1] = make_double2(x[2], x[3]);
+        }
+        continue;
+      }
+    }
+    for (int lane = 0; lane < 4; ++lane) {
+      const std::uint64_t j = j0 + static_cast<std::uint64_t>(lane);
       if (j < offset) continue;
       const std::uint64_t i = j - offset;
       if (i >= static_cast<std::uint64_t>(n)) break;
-      const T x = static_cast<T>(v[lane]);
-      out[i] = (!Normal && x >= T(1)) ? kBelowOne : x;
+      out[i] = x[lane];
     }
   }
 }
