@@ -20,6 +20,7 @@ MPI_Datatype mpi_type(DType t) {
     case DType::f32: return MPI_FLOAT;
     case DType::f64: return MPI_DOUBLE;
     case DType::i64: return MPI_INT64_T;
+    case DType::b8: return MPI_UINT8_T;  // moved, never reduced (check_reduce)
     case DType::i32: break;
   }
   return MPI_INT;
@@ -81,6 +82,8 @@ void check_reduce(const char* name, const Tensor& t, ReduceOp op) {
   const int v = static_cast<int>(op);
   if (v < static_cast<int>(ReduceOp::sum) || v > static_cast<int>(ReduceOp::min))
     throw ValueError(std::string(name) + ": ReduceOp " + std::to_string(v) + " is not one of sum, avg, max, min");
+  if (t.defined() && t.dtype() == DType::b8)
+    throw DTypeError(std::string(name) + ": a bool tensor is not reduced; convert it to i32 first");
   if (op == ReduceOp::avg && !is_floating(t.dtype()))
     throw DTypeError(std::string(name) + ": avg needs a floating dtype, got " + dtype_name(t.dtype()));
 }

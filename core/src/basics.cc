@@ -22,8 +22,14 @@ const char* dtype_name(DType t) {
     case DType::f64: return "f64";
     case DType::i32: return "i32";
     case DType::i64: return "i64";
+    case DType::b8: return "bool";
   }
   return "?";
+}
+
+void throw_no_bool() {
+  throw DTypeError("this op takes numbers (f32, f64, i32 or i64), not a bool tensor: convert it first "
+                   "(to_dtype(t, DType::i32), in Python t.int())");
 }
 
 Shape::Shape(std::initializer_list<std::int64_t> dims) {

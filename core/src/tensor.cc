@@ -16,8 +16,10 @@
 namespace tide {
 
 std::size_t tensor_bytes(const Shape& shape, DType dtype) {
-  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32 && dtype != DType::i64)
-    throw DTypeError("dtype value " + std::to_string(static_cast<int>(dtype)) + " is not f32, f64, i32 or i64");
+  if (dtype != DType::f32 && dtype != DType::f64 && dtype != DType::i32 && dtype != DType::i64 &&
+      dtype != DType::b8)
+    throw DTypeError("dtype value " + std::to_string(static_cast<int>(dtype)) +
+                     " is not f32, f64, i32, i64 or bool");
   std::int64_t bytes = 0;
   if (__builtin_mul_overflow(shape.numel(), static_cast<std::int64_t>(dtype_size(dtype)), &bytes))
     throw ShapeError("shape " + shape.str() + " of " + dtype_name(dtype) + " is too large: " +
@@ -80,7 +82,9 @@ namespace {
 /// float always looks like one ("3." rather than "3").
 template <typename T>
 void print_value(std::ostream& os, T v) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "True" : "False");
+  } else if constexpr (std::is_floating_point_v<T>) {
     char buf[32];
     const int n = std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(v));
     os.write(buf, n);
@@ -128,7 +132,7 @@ std::ostream& operator<<(std::ostream& os, Printed printed) {
   std::ostringstream body;
   body << std::setprecision(6);
   std::int64_t offset = 0;
-  dispatch_dtype(t.dtype(), [&](auto tag) {
+  dispatch_dtype_or_bool(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     print_values(body, static_cast<const T*>(p), t.shape(), 0, offset, 7);
   });

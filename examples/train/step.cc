@@ -20,7 +20,8 @@ BackwardRange micro_batch(Run& run, std::int64_t step, const std::vector<std::in
   Activations act = forward(run.model, x);
   auto [loss, probs] = softmax_cross_entropy(act.logits, y);
   add_(run.loss_sum, loss.detach());
-  add_(run.correct_sum, sum(eq(argmax(act.logits, 1, DType::i32), y)));
+  // eq gives a bool mask; counted as i32, the dtype of the running sum.
+  add_(run.correct_sum, sum(to_dtype(eq(argmax(act.logits, 1, DType::i32), y), DType::i32)));
 
   // Backward through autograd: the last layer's gradients come first, and
   // each parameter's hook (run.cc) hands it to the reducer as soon as it is
@@ -84,7 +85,7 @@ double test_accuracy(Run& run, Batch& batch) {
     NoGradGuard no_grad;  // evaluation records no graph
     Tensor logits =
         forward(run.model, run.to_dev(host_tensor(batch.x, Shape{r1 - r0, test.features}, run.cfg.dtype))).logits;
-    add_(correct, sum(eq(argmax(logits, 1, DType::i32), run.to_dev(from_vector(batch.y)))));
+    add_(correct, sum(to_dtype(eq(argmax(logits, 1, DType::i32), run.to_dev(from_vector(batch.y))), DType::i32)));
   }
   const double test_correct = run.comm.all_reduce(correct, ReduceOp::sum).item<double>();
   return test_correct / static_cast<double>(test.rows);

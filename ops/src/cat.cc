@@ -4,6 +4,7 @@
 // included), so the adds copy. One op per input, each reading
 // only that input; the backward slices the gradient.
 #include <tide/ops/views.h>
+#include <tide/ops/elementwise.h>
 
 #include <string>
 
@@ -41,6 +42,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int axis, Loc loc) {
   const Shape shape(dims.begin(), dims.end());
   const Device dev = first.device();
   const DType dt = first.dtype();
+  if (dt == DType::b8) {  // the scatter-add kernels add numbers: bools are joined as i32
+    std::vector<Tensor> ints;
+    for (const Tensor& t : tensors) ints.push_back(to_dtype(t, DType::i32, loc));
+    return to_dtype(cat(ints, axis, loc), DType::b8, loc);
+  }
   // Each input's block of the output: the output's strides, from the
   // input's first element along the axis. Checked before anything is pushed.
   std::vector<std::int64_t> strides(static_cast<std::size_t>(shape.ndim()));

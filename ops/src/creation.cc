@@ -79,6 +79,7 @@ Tensor arange(double start, double stop, double step, TensorOptions o, Loc loc) 
   if (step == 0.0) throw ValueError("arange: step must not be 0");
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     throw ValueError("arange: start, stop and step must be finite");
+  if (o.dtype == DType::b8) throw DTypeError("arange: takes a number dtype, not bool");
   const double count = std::ceil((stop - start) / step);
   // Far beyond any allocation, and keeps the conversion to int64 defined.
   constexpr double kMaxCount = 0x1p53;
@@ -120,10 +121,10 @@ void check_fills(std::size_t n, const Shape& shape) {
 /// inline buffer.
 template <typename T>
 Tensor push_from_host(Engine& e, std::shared_ptr<const std::vector<T>> copy, const Shape& shape, Device device,
-                      Loc loc) {
+                      Loc loc, DType dtype = dtype_v<T>) {
   const auto fn = kernels::kernel_for("from_vector", device, kernels::creation(device).from_host);
   return push_new(
-      e, "from_vector", shape, dtype_v<T>, device, {},
+      e, "from_vector", shape, dtype, device, {},
       [fn, copy](const OpContext& ctx) {
         fn(ctx.out<void>(0), copy->data(), copy->size() * sizeof(T), ctx.native_stream);
       },
@@ -147,6 +148,21 @@ Tensor from_vector(std::vector<T>&& values, const Shape& shape, Device device, L
   e.check_device(device);
   check_fills(values.size(), shape);
   return push_from_host<T>(e, std::make_shared<const std::vector<T>>(std::move(values)), shape, device, loc);
+}
+
+/// std::vector<bool> packs its bits: its values are copied out as bytes.
+template <>
+Tensor from_vector(const std::vector<bool>& values, const Shape& shape, Device device, Loc loc) {
+  Engine& e = current_engine();
+  e.check_device(device);
+  check_fills(values.size(), shape);
+  auto bytes = std::make_shared<const std::vector<std::uint8_t>>(values.begin(), values.end());
+  return push_from_host<std::uint8_t>(e, std::move(bytes), shape, device, loc, DType::b8);
+}
+
+template <>
+Tensor from_vector(std::vector<bool>&& values, const Shape& shape, Device device, Loc loc) {
+  return from_vector(static_cast<const std::vector<bool>&>(values), shape, device, loc);
 }
 
 template Tensor from_vector(const std::vector<float>&, const Shape&, Device, Loc);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <utility>
 
@@ -34,11 +35,21 @@ constexpr int slot(UnaryOp op) { return static_cast<int>(op); }
 /// engine orders the op after every earlier reader and writer of a).
 template <bool InPlace, typename Kernel>
 [[gnu::always_inline]] inline auto push_like(Engine& e, const char* name, const Tensor& a, const Shape& shape,
-                                             StorageList reads, Kernel kernel, Loc loc) {
+                                             DType dtype, StorageList reads, Kernel kernel, Loc loc) {
   if constexpr (InPlace)
     push_into(e, name, a.device(), std::move(reads), {a.storage()}, std::move(kernel), loc, true);
   else
-    return push_new(e, name, shape, a.dtype(), a.device(), std::move(reads), std::move(kernel), loc, -1, true);
+    return push_new(e, name, shape, dtype, a.device(), std::move(reads), std::move(kernel), loc, -1, true);
+}
+
+/// The dtype op writes for operands of dtype t: bool for a comparison.
+constexpr bool is_comparison(BinaryOp op) {
+  return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::gt || op == BinaryOp::ge ||
+         op == BinaryOp::lt || op == BinaryOp::le;
+}
+template <BinaryOp Op>
+constexpr DType out_dtype(DType t) {
+  return is_comparison(Op) ? DType::b8 : t;
 }
 
 /// a op b flat, the result shaped `out`: one kernel call over n elements.
@@ -50,7 +61,7 @@ template <BinaryOp Op, bool InPlace>
   const std::int64_t n = out.numel();
   const DType dt = a.dtype();
   return push_like<InPlace>(
-      e, name, a, out, {a.storage(), b.storage()},
+      e, name, a, out, out_dtype<Op>(dt), {a.storage(), b.storage()},
       [fn, dt, n](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), n, ctx.native_stream);
       },
@@ -74,7 +85,7 @@ template <BinaryOp Op, bool InPlace>
   const kernels::BroadcastMap map = broadcast_map(out, a.shape(), b.shape());
   const DType dt = a.dtype();
   return push_like<InPlace>(
-      e, name, a, out, {a.storage(), b.storage()},
+      e, name, a, out, out_dtype<Op>(dt), {a.storage(), b.storage()},
       [fn, dt, map](const OpContext& ctx) {
         fn(dt, ctx.in<void>(0), ctx.in<void>(1), ctx.out<void>(0), map, ctx.native_stream);
       },
@@ -84,8 +95,28 @@ template <BinaryOp Op, bool InPlace>
 /// a op b, into a new tensor or (InPlace) into a: equal shapes on the
 /// straight path, others broadcast.
 template <BinaryOp Op, bool InPlace = false>
+[[gnu::always_inline]] inline auto binary(const char* name, const Tensor& a, const Tensor& b, Loc loc);
+
+/// A bool operand, out of line: beside a number tensor it is taken as that
+/// tensor's dtype (true is 1, as torch promotes it); two bool tensors are
+/// compared as i32, and refused by arithmetic. Into a (in place), a itself
+/// must not be bool.
+template <BinaryOp Op, bool InPlace>
+[[gnu::noinline]] std::conditional_t<InPlace, void, Tensor> binary_bool(const char* name, const Tensor& a,
+                                                                         const Tensor& b, Loc loc) {
+  const bool a_bool = a.dtype() == DType::b8, b_bool = b.dtype() == DType::b8;
+  if ((InPlace && a_bool) || (a_bool && b_bool && !is_comparison(Op)))
+    throw DTypeError(op_prefix(name) + "arithmetic on bool tensors is not defined (" + dtype_name(a.dtype()) +
+                     " and " + dtype_name(b.dtype()) + "); convert them first (to_dtype)");
+  const DType to = a_bool && b_bool ? DType::i32 : a_bool ? b.dtype() : a.dtype();
+  return binary<Op, InPlace>(name, a_bool ? to_dtype(a, to, loc) : a, b_bool ? to_dtype(b, to, loc) : b, loc);
+}
+
+template <BinaryOp Op, bool InPlace>
 [[gnu::always_inline]] inline auto binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
+  if ((a.dtype() == DType::b8 || b.dtype() == DType::b8)) [[unlikely]]
+    return binary_bool<Op, InPlace>(name, a, b, loc);
   check_same_dtype(name, a, b);
   if (a.shape() != b.shape()) [[unlikely]]
     return binary_broadcast<Op, InPlace>(e, name, a, b, loc);
@@ -110,8 +141,23 @@ kernels::ScalarFn scalar_kernel(const char* name, Device d) {
 /// a op s (or s op a when Reversed), the scalar converted to a's dtype;
 /// into a new tensor or (InPlace) into a.
 template <BinaryOp Op, bool Reversed, bool InPlace = false>
+[[gnu::always_inline]] inline auto with_scalar(const char* name, const Tensor& a, double s, Loc loc);
+
+/// A bool tensor with a number, out of line: taken as f32 (torch takes it
+/// as the number's type); compared, as i32 (compare_scalar sees to
+/// fractions).
+template <BinaryOp Op, bool Reversed>
+[[gnu::noinline]] Tensor with_scalar_bool(const char* name, const Tensor& a, double s, Loc loc) {
+  return with_scalar<Op, Reversed>(name, to_dtype(a, is_comparison(Op) ? DType::i32 : DType::f32, loc), s, loc);
+}
+
+template <BinaryOp Op, bool Reversed, bool InPlace>
 [[gnu::always_inline]] inline auto with_scalar(const char* name, const Tensor& a, double s, Loc loc) {
   Engine& e = engine_for(name, a);
+  if (a.dtype() == DType::b8) [[unlikely]] {
+    if constexpr (InPlace) throw DTypeError(op_prefix(name) + "arithmetic into a bool tensor is not defined");
+    else return with_scalar_bool<Op, Reversed>(name, a, s, loc);
+  }
   check_scalar_fits(name, s, a.dtype());
   if constexpr (Op == BinaryOp::div && !Reversed) check_scalar_divisor(name, s, a.dtype());
   const Device dev = a.device();
@@ -119,7 +165,7 @@ template <BinaryOp Op, bool Reversed, bool InPlace = false>
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_like<InPlace>(
-      e, name, a, a.shape(), {a.storage()},
+      e, name, a, a.shape(), out_dtype<Op>(dt), {a.storage()},
       [fn, dt, n, s](const OpContext& ctx) { fn(dt, ctx.in<void>(0), s, ctx.out<void>(0), n, ctx.native_stream); },
       loc);
 }
@@ -127,13 +173,15 @@ template <BinaryOp Op, bool Reversed, bool InPlace = false>
 template <UnaryOp Op>
 [[gnu::always_inline]] inline Tensor unary(const char* name, const Tensor& a, bool floating_only, Loc loc) {
   Engine& e = engine_for(name, a);
+  if (a.dtype() == DType::b8) [[unlikely]]
+    throw DTypeError(op_prefix(name) + "takes numbers, not a bool tensor; convert it first (to_dtype)");
   if (floating_only) check_floating(name, a.dtype());
   const Device dev = a.device();
   const auto fn = kernel_for(name, dev, kernels::elementwise(dev).unary[slot(Op)]);
   const std::int64_t n = a.numel();
   const DType dt = a.dtype();
   return push_like<false>(
-      e, name, a, a.shape(), {a.storage()},
+      e, name, a, a.shape(), dt, {a.storage()},
       [fn, dt, n](const OpContext& ctx) { fn(dt, ctx.in<void>(0), ctx.out<void>(0), n, ctx.native_stream); }, loc);
 }
 
@@ -187,12 +235,13 @@ template <BinaryOp Op>
 template <BinaryOp Op>
 Tensor compare_scalar(const char* name, const Tensor& a, double s, Loc loc) {
   engine_for(name, a);
+  if (a.dtype() == DType::b8) [[unlikely]] return compare_scalar<Op>(name, to_dtype(a, DType::i32, loc), s, loc);
   // An integer dtype holds [lo, hi) (both exact in a double).
   const double lo = a.dtype() == DType::i64 ? -9223372036854775808.0 : -2147483648.0, hi = -lo;
   if (is_floating(a.dtype()) || (std::trunc(s) == s && s >= lo && s < hi)) return with_scalar<Op, false>(name, a, s, loc);
   // Integer a, s fractional, NaN or out of range: the threshold t among
   // the integers, or a constant.
-  const TensorOptions o{a.dtype(), a.device()};
+  const TensorOptions o{DType::b8, a.device()};
   auto constant = [&](bool v) { return full(a.shape(), v ? 1.0 : 0.0, o, loc); };
   if (std::isnan(s) || Op == BinaryOp::eq || Op == BinaryOp::ne) return constant(Op == BinaryOp::ne);
   const bool upward = Op == BinaryOp::ge || Op == BinaryOp::lt;  // a >= s is a >= ceil(s), a < s is a < ceil(s)

@@ -79,12 +79,15 @@ struct Div {
 /// value truncates toward zero, NaN gives 0, and a value outside D's range
 /// (a float's or a wider integer's) saturates to D's bound: the same result
 /// on every device. (Between floating types the conversion is IEEE's: an f64
-/// beyond f32's range becomes an infinity.)
+/// beyond f32's range becomes an infinity.) Into bool, nonzero (NaN too)
+/// is true; from bool, true is 1.
 template <typename D>
 struct ConvertTo {
   template <typename S>
   TIDE_HOST_DEVICE D operator()(S x) const {
-    if constexpr (std::is_integral_v<D> && !std::is_same_v<S, D>) {
+    if constexpr (std::is_same_v<D, bool>) {
+      return x != S(0);  // NaN is true, as in numpy and torch
+    } else if constexpr (std::is_integral_v<D> && !std::is_same_v<S, D>) {
       constexpr D lo = std::numeric_limits<D>::min(), hi = std::numeric_limits<D>::max();
       if constexpr (std::is_floating_point_v<S>) {
         if (x != x) return D(0);
@@ -103,32 +106,48 @@ struct ConvertTo {
   }
 };
 
-/// Comparisons: 1 where true, else 0, in the operands' dtype. NaN compares
-/// false, except that it is not equal to anything (Ne gives 1).
+/// Comparisons: true or false, written as a bool tensor (the tables give
+/// their loops a bool output). NaN compares false, except that it is not
+/// equal to anything (Ne gives true).
 struct Eq {
+  static constexpr bool kCompares = true;
   template <typename T>
-  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x == y ? T(1) : T(0); }
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x == y; }
 };
 struct Ne {
+  static constexpr bool kCompares = true;
   template <typename T>
-  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x != y ? T(1) : T(0); }
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x != y; }
 };
 struct Gt {
+  static constexpr bool kCompares = true;
   template <typename T>
-  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x > y ? T(1) : T(0); }
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x > y; }
 };
 struct Ge {
+  static constexpr bool kCompares = true;
   template <typename T>
-  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x >= y ? T(1) : T(0); }
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x >= y; }
 };
 struct Lt {
+  static constexpr bool kCompares = true;
   template <typename T>
-  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x < y ? T(1) : T(0); }
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x < y; }
 };
 struct Le {
+  static constexpr bool kCompares = true;
   template <typename T>
-  TIDE_HOST_DEVICE T operator()(T x, T y) const { return x <= y ? T(1) : T(0); }
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x <= y; }
 };
+
+/// Whether a functor is a comparison (its output is bool, not T).
+template <typename F>
+constexpr bool compares_op() {
+  if constexpr (requires { F::kCompares; }) return F::kCompares;
+  else return false;
+}
+template <typename F>
+inline constexpr bool kComparesOp = compares_op<F>();
 
 /// The larger (Maximum) or smaller (Minimum) of x and y; a NaN in either
 /// gives NaN (as numpy's maximum and torch's).
@@ -176,7 +195,7 @@ struct Pow {
 template <typename F, bool Reversed, typename T>
 struct WithScalar {
   T s;
-  TIDE_HOST_DEVICE T operator()(T x) const { return Reversed ? F{}(s, x) : F{}(x, s); }
+  TIDE_HOST_DEVICE auto operator()(T x) const { return Reversed ? F{}(s, x) : F{}(x, s); }
 };
 
 struct Neg {

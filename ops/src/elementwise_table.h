@@ -2,12 +2,12 @@
 // the functors of elementwise_functors.h. A backend supplies only its two
 // loops, as static members of `Maps`:
 //
-//   template <typename T, typename F>
+//   template <typename T, typename O, typename F>
 //   static void map1(const void* a, void* out, std::int64_t n, F f, void* stream);
-//   template <typename T, typename F>
+//   template <typename T, typename O, typename F>
 //   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream);
 //
-//   template <typename T, typename F>
+//   template <typename T, typename O, typename F>
 //   static void map2_broadcast(const void* a, const void* b, void* out,
 //                              const BroadcastMap& map, F f, void* stream);
 //   template <typename T>
@@ -26,12 +26,15 @@
 //                            std::int64_t len, std::int64_t count, std::int64_t inner, void* stream);
 //   (and index_add, the same)
 //
-// (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T, and
-// the second along a broadcast map), and the same table-building code serves
-// the CPU and CUDA.
+// (out[i] = f(a[i]) and out[i] = f(a[i], b[i]) over n elements of T into
+// O, which is T but for comparisons (bool), and the second along a broadcast
+// map), and the same table-building code serves the CPU and CUDA. Gathers,
+// conversions, where and index_select take bool tensors too
+// (dispatch_dtype_or_bool); arithmetic does not.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "elementwise_functors.h"
 #include "kernels.h"
@@ -44,12 +47,16 @@ struct ElementwiseTable {
   /// frontend refuses it first; this keeps the table total).
   [[noreturn]] static void floating_only() { throw DTypeError("this op needs a floating dtype (f32 or f64)"); }
 
+  /// What a functor writes: bool for a comparison, else T.
+  template <typename T, typename F>
+  using Out = std::conditional_t<functors::kComparesOp<F>, bool, T>;
+
   template <typename F>
   static void binary(DType dtype, const void* a, const void* b, void* out, std::int64_t n, void* stream) {
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (functors::kIsInt<T> && functors::kFloatingOnlyOp<F>) floating_only();
-      else Maps::template map2<T>(a, b, out, n, F{}, stream);
+      else Maps::template map2<T, Out<T, F>>(a, b, out, n, F{}, stream);
     });
   }
 
@@ -59,12 +66,12 @@ struct ElementwiseTable {
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (functors::kIsInt<T> && functors::kFloatingOnlyOp<F>) floating_only();
-      else Maps::template map2_broadcast<T>(a, b, out, map, F{}, stream);
+      else Maps::template map2_broadcast<T, Out<T, F>>(a, b, out, map, F{}, stream);
     });
   }
 
   static void strided_copy(DType dtype, const void* in, void* out, const StridedMap& map, void* stream) {
-    dispatch_dtype(dtype, [&](auto tag) {
+    dispatch_dtype_or_bool(dtype, [&](auto tag) {
       using T = decltype(tag);
       Maps::template gather<T>(in, out, map, stream);
     });
@@ -78,8 +85,8 @@ struct ElementwiseTable {
   }
 
   static void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void* stream) {
-    dispatch_dtype(from, [&](auto s) {
-      dispatch_dtype(to, [&](auto d) {
+    dispatch_dtype_or_bool(from, [&](auto s) {
+      dispatch_dtype_or_bool(to, [&](auto d) {
         Maps::template convert<decltype(s), decltype(d)>(in, out, n, stream);
       });
     });
@@ -87,8 +94,8 @@ struct ElementwiseTable {
 
   static void where(DType dtype, DType cond_dtype, const void* cond, const void* a, const void* b, void* out,
                     std::int64_t n, void* stream) {
-    dispatch_dtype(cond_dtype, [&](auto c) {
-      dispatch_dtype(dtype, [&](auto t) {
+    dispatch_dtype_or_bool(cond_dtype, [&](auto c) {
+      dispatch_dtype_or_bool(dtype, [&](auto t) {
         Maps::template where<decltype(c), decltype(t)>(cond, a, b, out, n, stream);
       });
     });
@@ -102,11 +109,15 @@ struct ElementwiseTable {
       if constexpr (!functors::kIsInt<I>) {
         throw DTypeError("an index must be i32 or i64");
       } else {
-        dispatch_dtype(dtype, [&](auto tag) {
-          using T = decltype(tag);
-          if constexpr (Add) Maps::template index_add<T, I>(in, index, out, outer, len, count, inner, stream);
-          else Maps::template index_select<T, I>(in, index, out, outer, len, count, inner, stream);
-        });
+        if constexpr (Add) {
+          dispatch_dtype(dtype, [&](auto tag) {
+            Maps::template index_add<decltype(tag), I>(in, index, out, outer, len, count, inner, stream);
+          });
+        } else {
+          dispatch_dtype_or_bool(dtype, [&](auto tag) {
+            Maps::template index_select<decltype(tag), I>(in, index, out, outer, len, count, inner, stream);
+          });
+        }
       }
     });
   }
@@ -118,7 +129,9 @@ struct ElementwiseTable {
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (functors::kIsInt<T> && functors::kFloatingOnlyOp<F>) floating_only();
-      else Maps::template map1<T>(a, out, n, functors::WithScalar<F, Reversed, T>{static_cast<T>(s)}, stream);
+      else
+        Maps::template map1<T, Out<T, F>>(a, out, n, functors::WithScalar<F, Reversed, T>{static_cast<T>(s)},
+                                          stream);
     });
   }
 
@@ -127,7 +140,7 @@ struct ElementwiseTable {
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (functors::kIsInt<T> && F::kFloatingOnly) floating_only();
-      else Maps::template map1<T>(a, out, n, F{}, stream);
+      else Maps::template map1<T, T>(a, out, n, F{}, stream);
     });
   }
 

@@ -86,6 +86,7 @@ Tensor index_add(const Tensor& a, int axis, const Tensor& index, const Tensor& s
   const int ax = check_index(name, a, axis, index);
   detail::check_same_device(name, a, src);
   detail::check_same_dtype(name, a, src);
+  if (a.dtype() == DType::b8) throw DTypeError(detail::op_prefix(name) + "adds numbers, not bool tensors");
   const std::int64_t count = index.numel();
   if (src.shape() != with_extent(a.shape(), ax, count))
     throw ShapeError(detail::op_prefix(name) + "src has shape " + src.shape().str() + ", where a of shape " +

@@ -78,6 +78,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Loc 
                      operand(b, trans_b) + " (op(a)'s columns, " + std::to_string(k) +
                      ", must equal op(b)'s rows, " + std::to_string(kb) + ")");
   check_same_dtype(name, a, b);
+  if (a.dtype() == DType::b8) throw DTypeError(op_prefix(name) + "multiplies numbers, not bool tensors");
   const GemmDims d = gemm_dims(name, m, n, k, trans_a, trans_b);
   const auto fn = kernels::kernel_for(name, a.device(), kernels::linalg(a.device()).gemm);
   const DType dt = a.dtype();

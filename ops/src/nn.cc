@@ -207,6 +207,7 @@ Tensor argmax(const Tensor& a, int axis, DType index, Loc loc) {
   Engine& e = engine_for(name, a);
   if (index != DType::i32 && index != DType::i64)
     throw DTypeError(op_prefix(name) + "indices are i32 or i64, not " + dtype_name(index));
+  if (a.dtype() == DType::b8) throw DTypeError(op_prefix(name) + "takes numbers, not a bool tensor");
   const int ax = normalize_axis(name, a, axis);
   const Shape& s = a.shape();
   std::int64_t outer = 1, inner = 1;

@@ -63,7 +63,7 @@ inline void check_floating(const char* op, DType t) {
 /// toward zero, and a value outside the dtype's range (or NaN) would be
 /// undefined behaviour, so it is refused here.
 inline void check_scalar_fits(const char* op, double s, DType t) {
-  if (is_floating(t)) return;
+  if (is_floating(t) || t == DType::b8) return;  // into bool: nonzero (NaN too) is true
   // The bounds are -2^31 and 2^31 (i64: -2^63 and 2^63), exact in a double;
   // the truncated value must lie in [lo, hi).
   // (-2^63 - 1 rounds to -2^63 in a double, so the test is on the

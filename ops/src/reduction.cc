@@ -14,6 +14,7 @@
 // one (reproducible, but float sums may differ from the CPU's in the last
 // bit).
 #include <tide/ops/reduction.h>
+#include <tide/ops/elementwise.h>
 
 #include <string>
 
@@ -64,8 +65,18 @@ autograd::Reduce grad_kind(ReduceOp op) {
                                                                              : autograd::Reduce::max;
 }
 
+/// A bool tensor is summed as i64 (the count of true values, as torch
+/// does); the other reductions refuse it.
+Tensor counted(const char* name, ReduceOp op, const Tensor& a, Loc loc) {
+  if (op != ReduceOp::sum)
+    throw DTypeError(op_prefix(name) + "takes numbers, not a bool tensor (sum counts its true values; or "
+                     "convert it first, to_dtype)");
+  return to_dtype(a, DType::i64, loc);
+}
+
 Tensor reduce_all(const char* name, ReduceOp op, const Tensor& a, Loc loc) {
   Engine& e = engine_for(name, a);
+  if (a.dtype() == DType::b8) [[unlikely]] return reduce_all(name, op, counted(name, op, a, loc), loc);
   Tensor out = reduce(name, op, e, a, Shape{}, extents_all(a.shape()), loc);
   if (autograd::wants(a)) autograd::record_reduce(grad_kind(op), out, a, std::nullopt, loc);
   return out;
@@ -73,6 +84,10 @@ Tensor reduce_all(const char* name, ReduceOp op, const Tensor& a, Loc loc) {
 
 Tensor reduce_along(const char* name, ReduceOp op, const Tensor& a, int axis, Loc loc) {
   Engine& e = engine_for(name, a);
+  if (a.dtype() == DType::b8) [[unlikely]] {
+    normalize_axis(name, a, axis);
+    return reduce_along(name, op, counted(name, op, a, loc), axis, loc);
+  }
   const int ax = normalize_axis(name, a, axis);
   Tensor out = reduce(name, op, e, a, a.shape().without(ax), extents_along(a.shape(), ax), loc);
   if (autograd::wants(a)) autograd::record_reduce(grad_kind(op), out, a, ax, loc);

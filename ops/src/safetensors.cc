@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include <tide/core/engine.h>
 #include <tide/ops/creation.h>
@@ -33,6 +34,7 @@ const char* st_dtype(DType t) {
     case DType::f64: return "F64";
     case DType::i32: return "I32";
     case DType::i64: return "I64";
+    case DType::b8: return "BOOL";
   }
   throw DTypeError("tide::save: a tensor's dtype is no DType");
 }
@@ -94,11 +96,11 @@ detail::StHeader read_header(const Fd& f, std::uint64_t file_bytes, const std::s
 /// no tensors of, more dimensions than a Shape has.
 void check_takes(const StEntry& e, const std::string& path) {
   const std::string where = "tide::load: " + path + ": tensor '" + e.name + "'";
-  if (e.dtype != "F32" && e.dtype != "F64" && e.dtype != "I32" && e.dtype != "I64") {
+  if (e.dtype != "F32" && e.dtype != "F64" && e.dtype != "I32" && e.dtype != "I64" && e.dtype != "BOOL") {
     std::string lower = e.dtype;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     throw DTypeError(where + " is " + e.dtype + ": tide has no " + lower +
-                     " yet (it holds F32, F64, I32 and I64 tensors)");
+                     " yet (it holds F32, F64, I32, I64 and BOOL tensors)");
   }
   if (e.shape.size() > static_cast<std::size_t>(Shape::kMaxDims))
     throw ShapeError(where + " has " + std::to_string(e.shape.size()) + " dimensions; tide's tensors have at most " +
@@ -130,10 +132,14 @@ void save(const std::string& path, const std::map<std::string, Tensor>& tensors,
   std::string file = detail::encode_header(entries, metadata, path);
   file.reserve(file.size() + at);
   for (const auto& [name, t] : tensors)
-    dispatch_dtype(t.dtype(), [&, &t = t](auto tag) {
+    dispatch_dtype_or_bool(t.dtype(), [&, &t = t](auto tag) {
       using T = decltype(tag);
-      const std::vector<T> v = t.template to_vector<T>(loc);
-      file.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+      if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits: a byte each
+        for (const bool b : t.template to_vector<bool>(loc)) file.push_back(b ? '\1' : '\0');
+      } else {
+        const std::vector<T> v = t.template to_vector<T>(loc);
+        file.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+      }
     });
   detail::write_file_atomically(path, file, "tide::save");
 }
@@ -158,7 +164,8 @@ SavedTensors load(const std::string& path, Device device, Loc loc) {
     if (e.dtype == "F32") t = from_vector(values_of<float>(bytes, nbytes), shape, device, loc);
     else if (e.dtype == "F64") t = from_vector(values_of<double>(bytes, nbytes), shape, device, loc);
     else if (e.dtype == "I32") t = from_vector(values_of<std::int32_t>(bytes, nbytes), shape, device, loc);
-    else t = from_vector(values_of<std::int64_t>(bytes, nbytes), shape, device, loc);
+    else if (e.dtype == "I64") t = from_vector(values_of<std::int64_t>(bytes, nbytes), shape, device, loc);
+    else t = from_vector(std::vector<bool>(bytes, bytes + nbytes), shape, device, loc);  // a nonzero byte is true
     out.tensors.emplace(e.name, std::move(t));
   }
   return out;

@@ -99,11 +99,14 @@ TEST_P(MathOpsTest, PowWithTensorAndScalarExponents) {
   });
 }
 
-TEST_P(MathOpsTest, ComparisonsGiveOnesAndZerosInTheOperandsDtype) {
+TEST_P(MathOpsTest, ComparisonsGiveBoolTensors) {
   for_each_dtype([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     const Tensor a = from_vector(std::vector<T>{1, 2, 3, 4}, {4}), b = from_vector(std::vector<T>{4, 2, 1, 4}, {4});
+    EXPECT_EQ(gt(a, b).dtype(), DType::b8);
+    EXPECT_EQ(gt(a, 2.0).dtype(), DType::b8);
+    EXPECT_EQ(gt(a, 2.0).template to_vector<bool>(), (std::vector<bool>{false, false, true, true}));
     EXPECT_EQ(gt(a, b).template to_vector<T>(), (std::vector<T>{0, 0, 1, 0}));
     EXPECT_EQ(ge(a, b).template to_vector<T>(), (std::vector<T>{0, 1, 1, 1}));
     EXPECT_EQ(lt(a, b).template to_vector<T>(), (std::vector<T>{1, 0, 0, 0}));
@@ -189,7 +192,8 @@ TEST_P(MathOpsTest, IntegersCompareWithTheScalarsRealValue) {
     EXPECT_EQ(v(le(a, -1e300)), (V{0, 0, 0, 0}));
     EXPECT_EQ(v(gt(a, std::nan(""))), (V{0, 0, 0, 0}));
     EXPECT_EQ(v(ne(a, std::nan(""))), (V{1, 1, 1, 1}));
-    EXPECT_EQ(gt(a, 2.5).dtype(), dt);
+    EXPECT_EQ(gt(a, 2.5).dtype(), DType::b8);
+    EXPECT_EQ(gt(a, 1e300).dtype(), DType::b8);  // the constant too
     EXPECT_EQ(v(clamp(a, -2.0, 2.0)), (V{-2, -2, 2, 2}));
     eng().wait_all();
     EXPECT_REJECTED(ValueError, clamp(a, 0.5, 2.0));

@@ -391,14 +391,14 @@ TEST_P(NnTest, EqAndAccuracy) {
       using T = decltype(tag);
       Tensor e = eq(from_vector(std::vector<T>(av.begin(), av.end()), {8, 5}),
                     from_vector(std::vector<T>(bv.begin(), bv.end()), {8, 5}));
-      EXPECT_EQ(e.dtype(), dt);
+      EXPECT_EQ(e.dtype(), DType::b8);
       EXPECT_EQ(e.shape(), (Shape{8, 5}));
-      std::vector<T> got = e.template to_vector<T>();
-      for (std::size_t i = 0; i < av.size(); ++i) EXPECT_EQ(got[i], av[i] == bv[i] ? T(1) : T(0)) << i;
+      std::vector<bool> got = e.template to_vector<bool>();
+      for (std::size_t i = 0; i < av.size(); ++i) EXPECT_EQ(got[i], av[i] == bv[i]) << i;
     });
   }
   const double nan = std::nan("");
-  EXPECT_EQ(eq(from_vector(Vec{nan, 0.0}), from_vector(Vec{nan, -0.0})).to_vector<double>(), (Vec{0, 1}));
+  EXPECT_EQ(eq(from_vector(Vec{nan, 0.0}), from_vector(Vec{nan, -0.0})).to_vector<bool>(), (std::vector<bool>{false, true}));
 
   // accuracy = sum(eq(argmax(logits, 1), labels)).
   const std::int64_t n = 50, c = 4;
@@ -409,7 +409,9 @@ TEST_P(NnTest, EqAndAccuracy) {
     const float* row = lv.data() + i * c;
     correct += (std::max_element(row, row + c) - row) == yv[at(i)];
   }
+  // The sum of a bool tensor counts its true values, in i64 (as torch).
   Tensor acc = sum(eq(argmax(from_vector(lv, {n, c}), 1, DType::i32), from_vector(yv)));
+  EXPECT_EQ(acc.dtype(), DType::i64);
   EXPECT_EQ(acc.item<std::int32_t>(), correct);
   EXPECT_GT(correct, 0);
 }

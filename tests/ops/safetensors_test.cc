@@ -77,6 +77,7 @@ TEST_P(Safetensors, EveryDtypeRoundTripsBitForBit) {
       {"scalar", from_vector(std::vector<double>{2.5}, Shape{})},
       {"d", from_vector(f64, Shape{2, 1, 2})},
       {"labels", from_vector(i32, Shape{5})},
+      {"mask", from_vector(std::vector<bool>{true, false, false, true}, Shape{2, 2})},
       {"empty", Tensor::empty(Shape{0, 3}, DType::f32)},
   };
   const std::map<std::string, std::string> meta{{"step", "12"}, {"note", "caf\xc3\xa9"}};
@@ -96,6 +97,7 @@ TEST_P(Safetensors, EveryDtypeRoundTripsBitForBit) {
   EXPECT_EQ(std::memcmp(d.data(), f64.data(), d.size() * sizeof(double)), 0) << "bit for bit, -0.0 included";
   EXPECT_EQ(back.tensors.at("scalar").item<double>(), 2.5);
   EXPECT_EQ(bits_of<std::int32_t>(back.tensors.at("labels")), i32);
+  EXPECT_EQ(bits_of<bool>(back.tensors.at("mask")), (std::vector<bool>{true, false, false, true}));
   EXPECT_EQ(load_metadata(path("all.safetensors")), meta);
 }
 

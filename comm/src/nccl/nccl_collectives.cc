@@ -85,6 +85,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::f32: return ncclFloat32;
     case DType::f64: return ncclFloat64;
     case DType::i64: return ncclInt64;
+    case DType::b8: return ncclUint8;  // moved, never reduced (check_reduce)
     case DType::i32: break;
   }
   return ncclInt32;

@@ -57,10 +57,10 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
         Grads r(2);
         const Tensor av = xa.get(n), bv = xb.get(n);
         if (n.needs_grad(0)) {
-          const Tensor e = add(sub(bv, 1.0, l), eq(bv, 0.0, l), l);
+          const Tensor e = add(sub(bv, 1.0, l), to_dtype(eq(bv, 0.0, l), bv.dtype(), l), l);
           r[0] = sum_to(mul(g, mul(bv, pow(av, e, l), l), l), sa, l);
         }
-        if (n.needs_grad(1)) r[1] = sum_to(mul(g, mul(xo.get(n), log(add(av, eq(av, 0.0, l), l), l), l), l), sb, l);
+        if (n.needs_grad(1)) r[1] = sum_to(mul(g, mul(xo.get(n), log(add(av, to_dtype(eq(av, 0.0, l), av.dtype(), l), l), l), l), l), sb, l);
         return r;
       }, {xa, xb, xo});
     }
@@ -72,8 +72,9 @@ void record_binary(Binary op, Tensor& out, const Tensor& a, const Tensor& b, Loc
       return (void)record(larger ? "maximum" : "minimum", loc, out, {&a, &b},
                           [sa, sb, xa, xb, larger](const Tensor& g, const Node& n, Loc l) {
         const Tensor av = xa.get(n), bv = xb.get(n);
-        const Tensor half = mul(eq(av, bv, l), 0.5, l);
-        const Tensor wins_a = add(larger ? gt(av, bv, l) : lt(av, bv, l), half, l);
+        const DType dt = av.dtype();  // the comparisons' bool masks as 0 and 1 of it
+        const Tensor half = mul(to_dtype(eq(av, bv, l), dt, l), 0.5, l);
+        const Tensor wins_a = add(to_dtype(larger ? gt(av, bv, l) : lt(av, bv, l), dt, l), half, l);
         Grads r(2);
         if (n.needs_grad(0)) r[0] = sum_to(mul(g, wins_a, l), sa, l);
         if (n.needs_grad(1)) r[1] = sum_to(mul(g, rsub(wins_a, 1.0, l), l), sb, l);
@@ -131,7 +132,7 @@ void record_scalar(Scalar op, Tensor& out, const Tensor& a, double s, Loc loc) {
       return (void)record(larger ? "maximum" : "minimum", loc, out, {&a},
                           [xa, s, larger](const Tensor& g, const Node& n, Loc l) {
         const Tensor av = xa.get(n);
-        return Grads{mul(g, larger ? ge(av, s, l) : le(av, s, l), l)};
+        return Grads{mul(g, to_dtype(larger ? ge(av, s, l) : le(av, s, l), g.dtype(), l), l)};
       }, {xa});
     }
   }
@@ -184,7 +185,8 @@ void record_unary(Unary op, Tensor& out, const Tensor& a, Loc loc) {
       const SavedTensor xa(a);
       return (void)record("abs", loc, out, {&a}, [xa](const Tensor& g, const Node& n, Loc l) {
         const Tensor av = xa.get(n);
-        return Grads{mul(g, sub(gt(av, 0.0, l), lt(av, 0.0, l), l), l)};
+        const DType dt = av.dtype();
+        return Grads{mul(g, sub(to_dtype(gt(av, 0.0, l), dt, l), to_dtype(lt(av, 0.0, l), dt, l), l), l)};
       }, {xa});
     }
   }

@@ -35,8 +35,9 @@ void record_reduce(Reduce op, Tensor& out, const Tensor& a, std::optional<int> a
       const SavedTensor xa(a), xo(out);
       return (void)record("max", loc, out, {&a}, [xa, xo, axis, unreduce](const Tensor& g, const Node& n, Loc l) {
         const Tensor av = xa.get(n), top = unreduce(xo.get(n));
-        const Tensor nan_here = rsub(eq(av, av, l), 1.0, l), nan_top = rsub(eq(top, top, l), 1.0, l);
-        const Tensor hit = add(eq(av, top, l), mul(nan_here, nan_top, l), l);
+        const DType dt = av.dtype();  // the comparisons' bool masks as 0 and 1 of it
+        const Tensor nan_here = to_dtype(ne(av, av, l), dt, l), nan_top = to_dtype(ne(top, top, l), dt, l);
+        const Tensor hit = add(to_dtype(eq(av, top, l), dt, l), mul(nan_here, nan_top, l), l);
         const Tensor ties = axis ? unsqueeze(sum(hit, *axis, l), *axis) : sum(hit, l);
         return Grads{mul(hit, div(unreduce(g), ties, l), l)};
       }, {xa, xo});

@@ -17,7 +17,7 @@ namespace tide::kernels {
 namespace {
 
 void fill(DType dtype, void* out, std::int64_t n, double value, void*) {
-  dispatch_dtype(dtype, [&](auto tag) {
+  dispatch_dtype_or_bool(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T v = static_cast<T>(value);
     T* o = static_cast<T*>(out);

@@ -11,10 +11,10 @@ namespace tide::kernels {
 namespace {
 
 struct CpuMaps {
-  template <typename T, typename F>
+  template <typename T, typename O, typename F>
   static void map1(const void* a, void* out, std::int64_t n, F f, void*) {
     const T* x = static_cast<const T*>(a);
-    T* o = static_cast<T*>(out);
+    O* o = static_cast<O*>(out);
     for (std::int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
   }
 
@@ -34,24 +34,24 @@ struct CpuMaps {
     for (std::int64_t i = 0; i < n; ++i) o[i] = functors::Where{}(c[i], x[i], y[i]);
   }
 
-  template <typename T, typename F>
+  template <typename T, typename O, typename F>
   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void*) {
     const T* x = static_cast<const T*>(a);
     const T* y = static_cast<const T*>(b);
-    T* o = static_cast<T*>(out);
+    O* o = static_cast<O*>(out);
     for (std::int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
   }
 
   /// The inner axis as one of three loops (each vectorizable: both inputs
   /// walked, or one held as a value: its strides are 1 or 0, never both 0),
   /// the outer axes as an odometer.
-  template <typename T, typename F>
+  template <typename T, typename O, typename F>
   static void map2_broadcast(const void* a, const void* b, void* out, const BroadcastMap& m, F f, void*) {
     const std::int64_t total = m.numel();
     if (total == 0) return;
     const T* x = static_cast<const T*>(a);
     const T* y = static_cast<const T*>(b);
-    T* o = static_cast<T*>(out);
+    O* o = static_cast<O*>(out);
     const int inner = m.ndim - 1;
     const std::int64_t n = m.extent[inner];
     std::int64_t sa[BroadcastMap::kMaxDims], sb[BroadcastMap::kMaxDims];

@@ -105,7 +105,7 @@ __global__ void random_kernel(T* out, std::int64_t n, std::uint64_t seed, std::u
 
 void launch_fill(DType dtype, void* out, std::int64_t n, double value, void* stream) {
   if (n == 0) return;
-  dispatch_dtype(dtype, [&](auto tag) {
+  dispatch_dtype_or_bool(dtype, [&](auto tag) {
     using T = decltype(tag);
     fill_kernel<T><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(out), n,
                                                                     static_cast<T>(value));

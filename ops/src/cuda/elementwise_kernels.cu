@@ -106,16 +106,20 @@ __global__ void map_packs_kernel(T* out, std::int64_t n, F f, const In*... in) {
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 /// Launches map_packs_kernel over `in` when every pointer is 16-byte
-/// aligned (a block per tile, capped), map_kernel otherwise.
+/// aligned and every input is of the output's type (a block per tile,
+/// capped), map_kernel otherwise (a comparison's bool output among them).
 template <typename T, typename F, typename... In>
 void launch_map(void* out, std::int64_t n, F f, void* stream, const In*... in) {
   if (n == 0) return;
   auto* to = static_cast<T*>(out);
-  const bool vec = (aligned16(out) && ... && aligned16(in));
+  bool vec = false;
+  if constexpr ((std::is_same_v<T, In> && ...)) vec = (aligned16(out) && ... && aligned16(in));
   if (vec) {
-    const std::int64_t tiles = (n / Pack<T>::kWidth + kTilePacks - 1) / kTilePacks;
-    const auto blocks = static_cast<unsigned>(std::clamp<std::int64_t>(tiles, 1, kMaxBlocks));
-    map_packs_kernel<T><<<blocks, kThreads, 0, as_stream(stream)>>>(to, n, f, in...);
+    if constexpr ((std::is_same_v<T, In> && ...)) {
+      const std::int64_t tiles = (n / Pack<T>::kWidth + kTilePacks - 1) / kTilePacks;
+      const auto blocks = static_cast<unsigned>(std::clamp<std::int64_t>(tiles, 1, kMaxBlocks));
+      map_packs_kernel<T><<<blocks, kThreads, 0, as_stream(stream)>>>(to, n, f, in...);
+    }
   } else {
     map_kernel<T><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(to, n, f, in...);
   }
@@ -131,8 +135,8 @@ constexpr std::int64_t kMax32 = std::numeric_limits<std::int32_t>::max() - kThre
 /// (a division per axis; the map has few axes once merged). Index is 32-bit
 /// where the output's count is at most kMax32: 64-bit division is several
 /// times slower on the GPU.
-template <typename T, typename Index, typename F>
-__global__ void broadcast_kernel(const T* a, const T* b, T* out, BroadcastMap m, Index n, F f) {
+template <typename T, typename O, typename Index, typename F>
+__global__ void broadcast_kernel(const T* a, const T* b, O* out, BroadcastMap m, Index n, F f) {
   std::int64_t sa[BroadcastMap::kMaxDims], sb[BroadcastMap::kMaxDims];
   m.strides(m.a_walks, sa);
   m.strides(m.b_walks, sb);
@@ -261,9 +265,9 @@ void launch_scatter_add(const T* x, T* o, const StridedMap& m, std::int64_t n, s
 
 /// The launches behind the table (elementwise_table.h).
 struct CudaMaps {
-  template <typename T, typename F>
+  template <typename T, typename O, typename F>
   static void map1(const void* a, void* out, std::int64_t n, F f, void* stream) {
-    launch_map<T>(out, n, f, stream, static_cast<const T*>(a));
+    launch_map<O>(out, n, f, stream, static_cast<const T*>(a));
   }
 
   /// Element by element: the packed path needs one type in and out.
@@ -286,23 +290,23 @@ struct CudaMaps {
     TIDE_CUDA_LAUNCH_CHECK();
   }
 
-  template <typename T, typename F>
+  template <typename T, typename O, typename F>
   static void map2(const void* a, const void* b, void* out, std::int64_t n, F f, void* stream) {
-    launch_map<T>(out, n, f, stream, static_cast<const T*>(a), static_cast<const T*>(b));
+    launch_map<O>(out, n, f, stream, static_cast<const T*>(a), static_cast<const T*>(b));
   }
 
-  template <typename T, typename F>
+  template <typename T, typename O, typename F>
   static void map2_broadcast(const void* a, const void* b, void* out, const BroadcastMap& m, F f, void* stream) {
     const std::int64_t n = m.numel();
     if (n == 0) return;
     const auto* x = static_cast<const T*>(a);
     const auto* y = static_cast<const T*>(b);
-    auto* o = static_cast<T*>(out);
+    auto* o = static_cast<O*>(out);
     if (n <= kMax32)
-      broadcast_kernel<T, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+      broadcast_kernel<T, O, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
           x, y, o, m, static_cast<std::int32_t>(n), f);
     else
-      broadcast_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, y, o, m, n, f);
+      broadcast_kernel<T, O, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, y, o, m, n, f);
     TIDE_CUDA_LAUNCH_CHECK();
   }
 

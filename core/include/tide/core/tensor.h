@@ -117,7 +117,7 @@ T Tensor::item(Loc loc) const {
   if (numel() != 1)
     throw ShapeError("item() needs a tensor of one element, got shape " + shape_.str());
   const void* p = read_host("item", loc);
-  return dispatch_dtype(dtype_, [&](auto tag) -> T {
+  return dispatch_dtype_or_bool(dtype_, [&](auto tag) -> T {
     using S = decltype(tag);
     return static_cast<T>(*static_cast<const S*>(p));
   });
@@ -128,7 +128,7 @@ std::vector<T> Tensor::to_vector(Loc loc) const {
   check_defined("to_vector");
   const void* p = read_host("to_vector", loc);
   std::vector<T> out(static_cast<std::size_t>(numel()));
-  dispatch_dtype(dtype_, [&](auto tag) {
+  dispatch_dtype_or_bool(dtype_, [&](auto tag) {
     using S = decltype(tag);
     const S* src = static_cast<const S*>(p);
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);

@@ -52,6 +52,12 @@ Tensor from_vector(const std::vector<T>& values, Device device = cpu(0), Loc loc
   return from_vector(values, Shape{static_cast<std::int64_t>(values.size())}, device, loc);
 }
 
+/// A bool tensor (dtype b8) from std::vector<bool>.
+template <>
+Tensor from_vector(const std::vector<bool>& values, const Shape& shape, Device device, Loc loc);
+template <>
+Tensor from_vector(std::vector<bool>&& values, const Shape& shape, Device device, Loc loc);
+
 extern template Tensor from_vector(const std::vector<float>&, const Shape&, Device, Loc);
 extern template Tensor from_vector(const std::vector<double>&, const Shape&, Device, Loc);
 extern template Tensor from_vector(const std::vector<std::int32_t>&, const Shape&, Device, Loc);

@@ -29,12 +29,15 @@ Tensor add(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor sub(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor mul(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor div(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-/// 1 where a == b, else 0, in a's dtype; NaN equals nothing. Accuracy is
-/// sum(eq(argmax(logits, 1), labels)) (argmax: <tide/ops/nn.h>).
+/// A bool tensor (b8): true where a == b; NaN equals nothing. Accuracy is
+/// sum(eq(argmax(logits, 1), labels)), an i64 count (argmax:
+/// <tide/ops/nn.h>). A bool operand beside a number tensor, here and in the
+/// arithmetic ops, is taken as that tensor's dtype (true is 1); two bool
+/// tensors compare as i32, and arithmetic on them is refused.
 Tensor eq(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
-/// The other comparisons, likewise: 1 where a != b (NaN differs from
-/// everything), a > b, a >= b, a < b, a <= b (false for NaN), else 0, in a's
-/// dtype. Like eq, their results need no gradient.
+/// The other comparisons, likewise bool: true where a != b (NaN differs
+/// from everything), a > b, a >= b, a < b, a <= b (false for NaN). Like eq,
+/// their results need no gradient.
 Tensor ne(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor gt(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor ge(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
@@ -46,7 +49,7 @@ Tensor maximum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 Tensor minimum(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
 /// a where cond is not 0, else b (NaN counts as not 0, as in numpy), all
 /// three broadcast together (numpy's rules); a and b of one dtype, cond of
-/// any (a comparison's 0/1 result, say). Differentiable in a and b: each
+/// any (a comparison's bool result, say). Differentiable in a and b: each
 /// gets the gradient where it was taken, 0 elsewhere. A scalar a or b is
 /// converted to the other's dtype, as the scalar forms below are.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Loc loc = Loc::current());
@@ -71,7 +74,8 @@ Tensor minimum(const Tensor& a, double s, Loc loc = Loc::current());
 /// a limited to [lo, hi] (either may be left out, not both; lo <= hi):
 /// minimum(maximum(a, lo), hi).
 Tensor clamp(const Tensor& a, std::optional<double> lo, std::optional<double> hi, Loc loc = Loc::current());
-/// Comparisons with a scalar (converted to a's dtype as above).
+/// Comparisons with a scalar (converted to a's dtype as above), bool
+/// results. A bool tensor with a number is taken as f32 in arithmetic.
 Tensor eq(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor ne(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor gt(const Tensor& a, double s, Loc loc = Loc::current());
