@@ -29,8 +29,11 @@ struct NumpyType {
 };
 NumpyType numpy_type(const pybind11::handle& array_or_dtype);
 
+/// A numpy copy of t's values (a blocker: waits for them).
+pybind11::array to_numpy(const Tensor& t);
+
 /// A copy of numpy array `a` on `device` (made now: later changes to `a`
-/// are not seen): float32, float64, int32 and int64, either byte order.
+/// are not seen): float32, float64, int32, int64 and bool, either byte order.
 Tensor from_numpy(const pybind11::array& a, const std::string& device);
 
 /// Tensors, creation, elementwise, reduction, linear algebra and nn ops.

@@ -26,7 +26,7 @@ struct DLDevice {
   std::int32_t device_id;
 };
 struct DLDataType {
-  std::uint8_t code;  // 0: signed int, 2: float
+  std::uint8_t code;  // 0: signed int, 2: float, 6: bool
   std::uint8_t bits;
   std::uint16_t lanes;
 };
@@ -79,6 +79,7 @@ DLDataType dl_dtype(DType t) {
     case DType::f64: return {2, 64, 1};
     case DType::i32: return {0, 32, 1};
     case DType::i64: return {0, 64, 1};
+    case DType::b8: return {6, 8, 1};  // kDLBool
   }
   throw DTypeError("__dlpack__: a dtype tide does not know");
 }
@@ -141,7 +142,8 @@ Tensor from_dlpack(const py::object& obj, const std::string& device) {
                         " (2 is CUDA); tide copies from host memory only: move it there first (PyTorch: .cpu())");
   }
   py::module_ np = py::module_::import("numpy");
-  py::object array = np.attr("from_dlpack")(obj);
+  // A numpy array is read as it is: numpy before 2 has no DLPack bool.
+  py::object array = py::isinstance<py::array>(obj) ? obj : np.attr("from_dlpack")(obj);
   return py::module_::import("tide").attr("from_numpy")(array, device).cast<Tensor>();
 }
 

@@ -141,33 +141,29 @@ void check_mask_shape(const Tensor& t, const Shape& mask) {
 }
 
 /// t[mask] and t[indices]: the keys whose result is a copy of rows picked
-/// by values. A tide tensor is a mask (any dtype, nonzero or NaN meaning
-/// true, as in t[mask] = value), read to the host: a blocker, as in torch.
-/// A numpy boolean array is a mask too; a list or integer array holds
-/// indices along axis 0 (negative ones count from the end), and the result
-/// has the index's shape followed by t's other extents.
-Tensor get_by_values(const Tensor& t, const py::object& key, Loc loc) {
+/// by values, read to the host (a blocker, as in torch). A bool tensor or
+/// numpy boolean array is a mask of t's leading extents; an integer tensor,
+/// integer array or list holds indices along axis 0 (negative ones count
+/// from the end), and the result has the index's shape followed by t's
+/// other extents.
+Tensor get_by_values(const Tensor& t, const py::object& key_in, Loc loc) {
   t.check_defined("t[index]");
   std::vector<std::int64_t> picked;
+  py::object key = key_in;
   if (py::isinstance<Tensor>(key)) {
-    const Tensor mask = key.cast<Tensor>();
-    mask.check_defined("t[mask]");
-    check_mask_shape(t, mask.shape());
-    dispatch_dtype(mask.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const std::vector<T> v = mask.to_vector<T>(loc);
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        // An integer tensor of other values is an index in torch: refused
-        // rather than read as a mask (tide has no bool dtype to tell them apart).
-        if constexpr (std::is_integral_v<T>)
-          if (v[i] != 0 && v[i] != 1)
-            throw py::type_error("tide: t[key] with an integer tensor reads it as a mask (0 or 1, as comparisons "
-                                 "give), and this one holds " + std::to_string(v[i]) +
-                                 ": for indices use tide.index_select(t, 0, key) or a list");
-        if (v[i] != T(0) || v[i] != v[i]) picked.push_back(static_cast<std::int64_t>(i));
-      }
-    });
-    return take_rows(t, mask.ndim(), picked, loc);
+    const Tensor k = key.cast<Tensor>();
+    k.check_defined("t[key]");
+    if (is_floating(k.dtype()))
+      throw py::index_error(std::string("tide: t[key] takes a bool tensor (a mask) or an integer one (indices), "
+                                        "not ") + dtype_name(k.dtype()) + ": for a mask of nonzero values use t[key != 0]");
+    if (k.dtype() == DType::b8) {
+      check_mask_shape(t, k.shape());
+      const std::vector<bool> v = k.to_vector<bool>(loc);
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (v[i]) picked.push_back(static_cast<std::int64_t>(i));
+      return take_rows(t, k.ndim(), picked, loc);
+    }
+    key = to_numpy(k);  // indices: read as an integer array is
   }
   py::module_ np = py::module_::import("numpy");
   const py::array a = np.attr("asarray")(key).cast<py::array>();
@@ -309,9 +305,8 @@ void set_item(Tensor& t, const py::object& key, const py::object& value) {
 namespace {
 
 /// t[mask] = value, torch's masked assignment: value (a number, or a tensor
-/// that broadcasts to t's shape) written where mask (a tide tensor of any
-/// dtype, nonzero meaning true, or a numpy boolean array, of t's leading
-/// extents as in reading) is true, over the rest of t's axes. Two ops,
+/// that broadcasts to t's shape) written where mask (a bool tensor or a
+/// numpy boolean array, of t's leading extents as in reading) is true, over the rest of t's axes. Two ops,
 /// t = where(mask, value, t) in place; nothing read back.
 void set_masked(Tensor& t, const py::object& key, const py::object& value) {
   const Loc loc = here();
@@ -320,13 +315,16 @@ void set_masked(Tensor& t, const py::object& key, const py::object& value) {
   if (py::isinstance<Tensor>(key)) {
     mask = key.cast<Tensor>();
     mask.check_defined("t[mask] = value");
+    if (mask.dtype() != DType::b8)
+      throw py::type_error(std::string("tide: t[key] = value takes a bool tensor (a mask), not ") +
+                           dtype_name(mask.dtype()) + ": assignment by indices is not supported (use "
+                           "tide.index_add), and a mask of nonzero values is key != 0");
   } else {
     py::array a = key.cast<py::array>();
     if (numpy_type(a).kind != 'b')
       throw py::type_error("tide: t[array] = value takes a boolean array (a mask), not " +
                            std::string(py::str(a.dtype())) + ": assignment by indices is not supported (use "
                            "tide.index_add)");
-    a = a.attr("astype")("int32").cast<py::array>();
     mask = from_numpy(a, t.device().str());
   }
   check_mask_shape(t, mask.shape());

@@ -33,7 +33,8 @@ DType parse_dtype(const std::string& s) {
   if (s == "f64" || s == "float64") return DType::f64;
   if (s == "i32" || s == "int32") return DType::i32;
   if (s == "i64" || s == "int64") return DType::i64;
-  throw DTypeError("tide: dtype '" + s + "': expected f32, f64, i32 or i64");
+  if (s == "bool" || s == "b8") return DType::b8;
+  throw DTypeError("tide: dtype '" + s + "': expected f32, f64, i32, i64 or bool");
 }
 
 namespace {
@@ -72,16 +73,6 @@ py::array to_numpy_as(const Tensor& t) {
   return out;
 }
 
-py::array to_numpy(const Tensor& t) {
-  t.check_defined("numpy");
-  switch (t.dtype()) {
-    case DType::f32: return to_numpy_as<float>(t);
-    case DType::f64: return to_numpy_as<double>(t);
-    case DType::i32: return to_numpy_as<std::int32_t>(t);
-    case DType::i64: return to_numpy_as<std::int64_t>(t);
-  }
-  TIDE_UNREACHABLE("numpy(): a DType this switch does not name");
-}
 
 template <typename T>
 Tensor from_array(const py::array& a, Device device) {
@@ -96,6 +87,15 @@ Tensor from_array(const py::array& a, Device device) {
 
 
 py::object item(const Tensor& t) {
+  if (t.dtype() == DType::b8) {
+    bool v;
+    const Loc loc = here();
+    {
+      py::gil_scoped_release nogil;
+      v = t.item<bool>(loc);
+    }
+    return py::bool_(v);
+  }
   if (!is_floating(t.dtype())) {
     std::int64_t v;
     const Loc loc = here();
@@ -132,6 +132,18 @@ std::vector<std::int64_t> dims_of(const py::args& args) {
 
 }  // namespace
 
+py::array to_numpy(const Tensor& t) {
+  t.check_defined("numpy");
+  switch (t.dtype()) {
+    case DType::f32: return to_numpy_as<float>(t);
+    case DType::f64: return to_numpy_as<double>(t);
+    case DType::i32: return to_numpy_as<std::int32_t>(t);
+    case DType::i64: return to_numpy_as<std::int64_t>(t);
+    case DType::b8: return to_numpy_as<bool>(t);
+  }
+  TIDE_UNREACHABLE("numpy(): a DType this switch does not name");
+}
+
 NumpyType numpy_type(const py::handle& array_or_dtype) {
   const py::object dt = py::hasattr(array_or_dtype, "dtype") ? array_or_dtype.attr("dtype")
                                                              : py::reinterpret_borrow<py::object>(array_or_dtype);
@@ -148,7 +160,8 @@ Tensor from_numpy(const py::array& a, const std::string& device) {
   if (kind == 'f' && size == 8) return from_array<double>(a, d);
   if (kind == 'i' && size == 4) return from_array<std::int32_t>(a, d);
   if (kind == 'i' && size == 8) return from_array<std::int64_t>(a, d);
-  throw DTypeError("tide.from_numpy: tide holds float32, float64, int32 and int64; got " +
+  if (kind == 'b') return from_array<bool>(a, d);
+  throw DTypeError("tide.from_numpy: tide holds float32, float64, int32, int64 and bool; got " +
                    py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) + " (convert it with .astype(...))");
 }
 
@@ -193,7 +206,7 @@ void bind_tensors(py::module_& m) {
           "to",
           [](const Tensor& t, const std::string& what) {
             if (what == "f32" || what == "f64" || what == "i32" || what == "i64" || what == "float32" ||
-                what == "float64" || what == "int32" || what == "int64")
+                what == "float64" || what == "int32" || what == "int64" || what == "bool" || what == "b8")
               return to_dtype(t, parse_dtype(what), here());
             return copy_to(t, Device::parse(what), here());
           },
@@ -204,6 +217,8 @@ void bind_tensors(py::module_& m) {
       .def("double", [](const Tensor& t) { return to_dtype(t, DType::f64, here()); }, "to_dtype(f64)")
       .def("int", [](const Tensor& t) { return to_dtype(t, DType::i32, here()); }, "to_dtype(i32)")
       .def("long", [](const Tensor& t) { return to_dtype(t, DType::i64, here()); }, "to_dtype(i64)")
+      .def("bool", [](const Tensor& t) { return to_dtype(t, DType::b8, here()); },
+           "to_dtype(bool): nonzero (NaN too) is True")
       .def(
           "wait_to_read",
           [](const Tensor& t) -> const Tensor& {

@@ -121,13 +121,15 @@ Tensor tensor_of(const py::object& data, std::optional<std::string> dtype, const
     target = typed && size == 8 ? DType::f64 : DType::f32;
   } else if (kind == "i" || kind == "u") {
     target = typed && kind == "i" && size == 4 ? DType::i32 : DType::i64;
+  } else if (kind == "b") {
+    target = DType::b8;
   } else {
     throw DTypeError("tide.tensor: data of numpy kind '" + kind +
-                     "' has no tide dtype (f32, f64, i32, i64); pass numbers");
+                     "' has no tide dtype (f32, f64, i32, i64, bool); pass numbers");
   }
   check_grad_dtype(requires_grad, target);
   const char* np_name = target == DType::f32 ? "float32" : target == DType::f64 ? "float64"
-                        : target == DType::i32 ? "int32" : "int64";
+                        : target == DType::i32 ? "int32" : target == DType::b8 ? "bool" : "int64";
   array = array.attr("astype")(np_name, py::arg("order") = "C", py::arg("copy") = false);  // 0-d stays 0-d
   return py::module_::import("tide").attr("from_numpy")(array, device, requires_grad).cast<Tensor>();
 }
@@ -207,11 +209,11 @@ void bind_tensor_math(py::module_& m) {
   m.def("tanh", [](const Tensor& a) { return tanh(a, here()); }, py::arg("a"));
   m.def("sigmoid", [](const Tensor& a) { return sigmoid(a, here()); }, py::arg("a"));
   m.def("abs", [](const Tensor& a) { return abs(a, here()); }, py::arg("a"));
-  m.def("ne", TIDE_EITHER(ne), py::arg("a"), py::arg("b"), "1 where a != b, else 0, in a's dtype");
-  m.def("gt", TIDE_EITHER(gt), py::arg("a"), py::arg("b"), "1 where a > b, else 0, in a's dtype");
-  m.def("ge", TIDE_EITHER(ge), py::arg("a"), py::arg("b"), "1 where a >= b, else 0, in a's dtype");
-  m.def("lt", TIDE_EITHER(lt), py::arg("a"), py::arg("b"), "1 where a < b, else 0, in a's dtype");
-  m.def("le", TIDE_EITHER(le), py::arg("a"), py::arg("b"), "1 where a <= b, else 0, in a's dtype");
+  m.def("ne", TIDE_EITHER(ne), py::arg("a"), py::arg("b"), "a bool tensor: True where a != b");
+  m.def("gt", TIDE_EITHER(gt), py::arg("a"), py::arg("b"), "a bool tensor: True where a > b");
+  m.def("ge", TIDE_EITHER(ge), py::arg("a"), py::arg("b"), "a bool tensor: True where a >= b");
+  m.def("lt", TIDE_EITHER(lt), py::arg("a"), py::arg("b"), "a bool tensor: True where a < b");
+  m.def("le", TIDE_EITHER(le), py::arg("a"), py::arg("b"), "a bool tensor: True where a <= b");
   m.def(
       "where",
       [](const Tensor& cond, const py::object& a, const py::object& b) {

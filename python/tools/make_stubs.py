@@ -20,6 +20,7 @@ import tide._tide as mod
 
 HEADER = '''# Type stubs of tide's compiled module, written by python/tools/make_stubs.py
 # from the module itself: regenerate them after changing a binding.
+import builtins
 from typing import Any, Dict, Iterator, List, Optional, Tuple, overload
 
 import numpy
@@ -78,9 +79,19 @@ def signatures(doc):
     return [s] if s else []
 
 
-def emit_function(out, obj, indent="", static=False, cls=None):
+def qualify(text, shadowed):
+    """Types named as builtins.X where the class defines a method X (Tensor's
+    bool, int and float), which its body's annotations would otherwise name."""
+    for n in shadowed:
+        text = re.sub(r"(?<![\w.])" + n + r"\b", "builtins." + n, text)
+    return text
+
+
+def emit_function(out, obj, indent="", static=False, cls=None, shadowed=()):
     sigs = signatures(obj.__doc__)
     for name, ps, ret in sigs:
+        ps = [p if ":" not in p else p.split(":", 1)[0] + ":" + qualify(p.split(":", 1)[1], shadowed) for p in ps]
+        ret = qualify(ret, shadowed)
         if cls and re.match(r"__i(add|sub|mul)__$", name):
             ret = cls  # in place: returns the tensor itself
         if len(sigs) > 1:
@@ -95,6 +106,7 @@ def emit_class(out, name, cls):
     base = ", ".join(b.__name__ for b in bases)
     out.append(f"class {name}({base}):" if base else f"class {name}:")
     body = []
+    shadowed = [n for n in ("bool", "int", "float") if n in cls.__dict__]
     for key, value in cls.__dict__.items():
         if key.startswith("_") and key not in ("__init__", "__enter__", "__exit__", "__getitem__", "__setitem__", "__len__",
                                                "__bool__", "__float__", "__int__", "__array__", "__dlpack__",
@@ -103,15 +115,16 @@ def emit_class(out, name, cls):
         if isinstance(value, property):
             doc = (value.fget.__doc__ or "").splitlines()
             ret = clean(doc[0].split("->", 1)[1].strip()) if doc and "->" in doc[0] else "Any"
+            ret = qualify(ret, shadowed)
             if value.fset is not None:
                 body.append(f"    {key}: {ret}")
             else:
                 body.append("    @property")
                 body.append(f"    def {key}(self) -> {ret}: ...")
         elif isinstance(value, staticmethod):
-            emit_function(body, value.__func__, "    ", static=True)
+            emit_function(body, value.__func__, "    ", static=True, shadowed=shadowed)
         elif callable(value) and value.__doc__ and "(" in value.__doc__.splitlines()[0]:
-            emit_function(body, value, "    ", cls=name)
+            emit_function(body, value, "    ", cls=name, shadowed=shadowed)
         elif isinstance(value, cls):  # an enum's members
             body.append(f"    {key}: {name}")
     if issubclass(cls, BaseException) and not body:

@@ -96,14 +96,14 @@ def test_from_numpy_takes_or_refuses_every_odd_array():
             a = np.asarray(base[tuple(slice(None, None, int(rng.choice([1, 2, -1]))) for _ in dims)])
             if ndim > 1:
                 a = a.transpose(rng.permutation(ndim))
-            if code[1:] in ("f4", "f8", "i4", "i8"):
+            if code[1:] in ("f4", "f8", "i4", "i8", "b1"):
                 same(a, "random %d (%s, shape %s, strides %s)" % (i, code, a.shape, a.strides))
                 taken += 1
             else:
                 try:
                     tide.from_numpy(a)
                 except tide.DTypeError as e:
-                    assert "float32, float64, int32 and int64" in str(e), str(e)
+                    assert "float32, float64, int32, int64 and bool" in str(e), str(e)
                     refused += 1
                 else:
                     raise AssertionError("dtype %s was taken" % code)
@@ -184,7 +184,7 @@ def test_errors_are_tide_exceptions_with_the_message():
         tide.add(tide.ones([2]), tide.ones([3]))
     with pytest.raises(tide.DTypeError, match="got float16"):
         tide.from_numpy(np.arange(3, dtype=np.float16))
-    with pytest.raises(tide.DTypeError, match="expected f32, f64, i32 or i64"):
+    with pytest.raises(tide.DTypeError, match="expected f32, f64, i32, i64 or bool"):
         tide.zeros([2], dtype="f16")
     with pytest.raises(tide.ShapeError, match="one element"):
         tide.ones([2]).item()

@@ -121,8 +121,11 @@ def test_tensor_and_like_creators():
     assert tide.tensor(np.zeros(2)).dtype == "f64" and tide.tensor([np.float64(1.5)]).dtype == "f32"
     assert tide.tensor([1, 2], requires_grad=False).requires_grad is False
     assert tide.tensor([1.0], requires_grad=True).requires_grad
+    flags = tide.tensor([True, False])  # Python and numpy booleans make a bool tensor, as in torch
+    assert flags.dtype == "bool" and flags.tolist() == [True, False]
+    assert tide.tensor(np.array([[0, 1]], dtype=bool)).dtype == "bool"
     with pytest.raises(tide.DTypeError, match="no tide dtype"):
-        tide.tensor([True, False])
+        tide.tensor([1 + 2j])
     ints = tide.ones([2], dtype="i32")
     before = tide.runtime().stats().ops_pushed
     for make in (lambda: tide.tensor([1, 2], requires_grad=True), lambda: tide.zeros_like(ints, requires_grad=True),
@@ -239,10 +242,10 @@ def test_masked_assignment_as_in_torch():
     # Integers stay exact; a mask that is not t's leading extents is refused,
     # as in torch (and reading uses the same rule).
     z = tide.tensor([1, 2, 3])
-    z[tide.tensor([0, 1, 1])] = 2 ** 40
+    z[tide.tensor([False, True, True])] = 2 ** 40
     assert z.tolist() == [1, 2 ** 40, 2 ** 40]
     with pytest.raises(IndexError, match="leading extents"):
-        z[tide.tensor([1, 0])] = 0
+        z[tide.tensor([True, False])] = 0
     with pytest.raises(IndexError, match="leading extents"):
         y[np.array([True, False, True, False])] = 0.0
     # Indices are not a mask: refused rather than read as one.
@@ -250,6 +253,10 @@ def test_masked_assignment_as_in_torch():
         y[np.array([0, 2])] = 0.0
     with pytest.raises(TypeError, match="list of indices"):
         y[[0, 2]] = 0.0
+    with pytest.raises(TypeError, match="index_add"):
+        y[tide.tensor([0, 2])] = 0.0  # an integer tensor holds indices, not a mask
+    with pytest.raises(TypeError, match="key != 0"):
+        y[tide.ones([3])] = 0.0
 
 
 def test_reading_with_a_mask_or_indices_as_in_torch():
@@ -260,7 +267,8 @@ def test_reading_with_a_mask_or_indices_as_in_torch():
     np.testing.assert_array_equal(np.asarray(x[x > 0]), a[a > 0])
     # A mask of the leading axis picks rows; a numpy boolean mask too.
     rows = np.array([True, False, True])
-    np.testing.assert_array_equal(np.asarray(x[tide.tensor(rows.astype(np.float32))]), a[rows])
+    np.testing.assert_array_equal(np.asarray(x[tide.tensor(rows)]), a[rows])
+    assert (x > 0).dtype == "bool"
     np.testing.assert_array_equal(np.asarray(x[rows]), a[rows])
     assert x[x > 10].shape == (0,)
     # Lists and integer arrays pick rows by index, negative ones from the end,
@@ -276,7 +284,9 @@ def test_reading_with_a_mask_or_indices_as_in_torch():
     assert big[[1, 1]].tolist() == [2 ** 40, 2 ** 40]
     # Refusals: a mask of the wrong shape, an index out of range, floats.
     with pytest.raises(IndexError, match="leading extents"):
-        x[tide.tensor([1.0, 0.0])]
+        x[tide.tensor([True, False])]
+    with pytest.raises(IndexError, match="key != 0"):
+        x[tide.tensor([1.0, 0.0, 1.0])]  # torch refuses float keys too
     with pytest.raises(IndexError, match="out of range"):
         x[[3]]
     with pytest.raises(TypeError, match="integers or booleans"):
@@ -287,12 +297,13 @@ def test_reading_with_a_mask_or_indices_as_in_torch():
         x[[-4]]
     with pytest.raises(IndexError, match="out of range"):
         x[np.array([2 ** 63], dtype=np.uint64)]
-    # A list of booleans is a mask, as in numpy; an integer tide tensor is a
-    # mask of 0s and 1s (what comparisons give), and other values are refused.
+    # A list of booleans is a mask, as in numpy; an integer tide tensor holds
+    # indices, as in torch (negative ones too), whatever its values.
     np.testing.assert_array_equal(np.asarray(x[[True, False, True]]), a[[True, False, True]])
-    np.testing.assert_array_equal(np.asarray(x[tide.tensor([0, 1, 1])]), a[[False, True, True]])
-    with pytest.raises(TypeError, match="index_select"):
-        x[tide.tensor([2, 0, 1])]
+    np.testing.assert_array_equal(np.asarray(x[tide.tensor([0, 1, 1])]), a[[0, 1, 1]])
+    np.testing.assert_array_equal(np.asarray(x[tide.tensor([[2, -3]])]), a[[[2, -3]]])
+    with pytest.raises(IndexError, match="out of range"):
+        x[tide.tensor([3])]
 
 
 def test_a_mask_and_indices_carry_gradients():
@@ -313,3 +324,55 @@ def test_index_select_and_index_add_as_in_torch():
     assert a.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]  # a itself unchanged
     with pytest.raises(tide.DTypeError):
         tide.index_select(a, 1, tide.tensor([0.0]))
+
+
+def test_bool_tensors_as_in_torch():
+    a = np.array([[1.5, -2.0, 0.0], [3.0, np.nan, -1.0]], dtype=np.float32)
+    x = tide.tensor(a)
+    m = x > 0
+    assert m.dtype == "bool" and m.shape == (2, 3)
+    np.testing.assert_array_equal(m.numpy(), a > 0)
+    assert m.numpy().dtype == np.bool_
+    assert m.tolist() == [[True, False, False], [True, False, False]]
+    assert "True" in repr(m) and "dtype=bool" in repr(m)
+    # A bool operand beside a number tensor is taken as that tensor's dtype.
+    np.testing.assert_array_equal((x * m).numpy(), a * (a > 0))  # NaN * False is NaN, in numpy too
+    assert (m * 2.0).dtype == "f32"
+    # sum counts the true values, in int64; item() and bool() give Python bools.
+    assert m.sum().item() == 2 and m.sum().dtype == "i64"
+    assert (x > 100).sum().item() == 0
+    assert tide.tensor([True]).item() is True and bool(tide.tensor([False])) is False
+    # Conversions both ways: nonzero (NaN too) is True.
+    np.testing.assert_array_equal(x.bool().numpy(), np.array(a, dtype=bool))
+    assert x.to("bool").dtype == "bool" and m.float().dtype == "f32" and m.long().tolist()[0] == [1, 0, 0]
+    assert tide.zeros([2], dtype="bool").tolist() == [False, False]
+    # From numpy and back, through DLPack too.
+    flags = np.array([True, False, True])
+    t = tide.from_numpy(flags)
+    assert t.dtype == "bool" and t.numpy().tolist() == [True, False, True]
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":  # DLPack's bool (code 6) came to numpy with 2.0
+        np.testing.assert_array_equal(np.from_dlpack(t), flags)
+    assert tide.from_dlpack(flags).dtype == "bool"
+    # Masks, and where with a bool condition.
+    np.testing.assert_array_equal(x[m].numpy(), a[a > 0])
+    np.testing.assert_array_equal(tide.where(m, x, 0.0).numpy(), np.where(a > 0, a, 0))
+    # Arithmetic on bools and reductions other than sum refuse, naming bool.
+    with pytest.raises(tide.DTypeError, match="bool"):
+        m + m
+    with pytest.raises(tide.DTypeError, match="bool"):
+        -m
+    with pytest.raises(tide.DTypeError, match="bool"):
+        m.max()
+
+
+def test_bool_tensors_with_torch_and_safetensors(tmp_path):
+    m = tide.tensor([[True, False], [False, True]])
+    tide.save(str(tmp_path / "m.safetensors"), {"m": m})
+    back = tide.load(str(tmp_path / "m.safetensors"))["m"]
+    assert back.dtype == "bool" and back.tolist() == [[True, False], [False, True]]
+    torch = pytest.importorskip("torch")
+    if int(torch.__version__.split(".")[0]) < 2:
+        pytest.skip("PyTorch %s has no DLPack bool (code 6)" % torch.__version__)
+    pt = torch.from_dlpack(m)
+    assert pt.dtype == torch.bool and pt.tolist() == [[True, False], [False, True]]
+    assert tide.from_dlpack(torch.tensor([False, True])).tolist() == [False, True]
