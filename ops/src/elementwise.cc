@@ -42,14 +42,18 @@ template <bool InPlace, typename Kernel>
     return push_new(e, name, shape, dtype, a.device(), std::move(reads), std::move(kernel), loc, -1, true);
 }
 
-/// The dtype op writes for operands of dtype t: bool for a comparison.
+/// The comparisons and logical ops write bool, and take bool operands.
 constexpr bool is_comparison(BinaryOp op) {
   return op == BinaryOp::eq || op == BinaryOp::ne || op == BinaryOp::gt || op == BinaryOp::ge ||
          op == BinaryOp::lt || op == BinaryOp::le;
 }
+constexpr bool writes_bool(BinaryOp op) {
+  return is_comparison(op) || op == BinaryOp::logical_and || op == BinaryOp::logical_or ||
+         op == BinaryOp::logical_xor;
+}
 template <BinaryOp Op>
 constexpr DType out_dtype(DType t) {
-  return is_comparison(Op) ? DType::b8 : t;
+  return writes_bool(Op) ? DType::b8 : t;
 }
 
 /// a op b flat, the result shaped `out`: one kernel call over n elements.
@@ -97,25 +101,26 @@ template <BinaryOp Op, bool InPlace>
 template <BinaryOp Op, bool InPlace = false>
 [[gnu::always_inline]] inline auto binary(const char* name, const Tensor& a, const Tensor& b, Loc loc);
 
-/// A bool operand, out of line: beside a number tensor it is taken as that
-/// tensor's dtype (true is 1, as torch promotes it); two bool tensors are
-/// compared as i32, and refused by arithmetic. Into a (in place), a itself
-/// must not be bool.
+/// A bool operand beside a number tensor, out of line: taken as that
+/// tensor's dtype (true is 1, as torch promotes it). Arithmetic on two bool
+/// tensors, or into one, is refused; comparisons and logical ops take two
+/// bools as they are (binary does not come here for them).
 template <BinaryOp Op, bool InPlace>
 [[gnu::noinline]] std::conditional_t<InPlace, void, Tensor> binary_bool(const char* name, const Tensor& a,
                                                                          const Tensor& b, Loc loc) {
   const bool a_bool = a.dtype() == DType::b8, b_bool = b.dtype() == DType::b8;
-  if ((InPlace && a_bool) || (a_bool && b_bool && !is_comparison(Op)))
+  if ((InPlace && a_bool) || (a_bool && b_bool))
     throw DTypeError(op_prefix(name) + "arithmetic on bool tensors is not defined (" + dtype_name(a.dtype()) +
                      " and " + dtype_name(b.dtype()) + "); convert them first (to_dtype)");
-  const DType to = a_bool && b_bool ? DType::i32 : a_bool ? b.dtype() : a.dtype();
+  const DType to = a_bool ? b.dtype() : a.dtype();
   return binary<Op, InPlace>(name, a_bool ? to_dtype(a, to, loc) : a, b_bool ? to_dtype(b, to, loc) : b, loc);
 }
 
 template <BinaryOp Op, bool InPlace>
 [[gnu::always_inline]] inline auto binary(const char* name, const Tensor& a, const Tensor& b, Loc loc) {
   Engine& e = engine_for(name, a, b);
-  if ((a.dtype() == DType::b8 || b.dtype() == DType::b8)) [[unlikely]]
+  if ((a.dtype() == DType::b8 || b.dtype() == DType::b8) && !(writes_bool(Op) && a.dtype() == b.dtype()))
+      [[unlikely]]
     return binary_bool<Op, InPlace>(name, a, b, loc);
   check_same_dtype(name, a, b);
   if (a.shape() != b.shape()) [[unlikely]]
@@ -324,6 +329,22 @@ Tensor gt(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::
 Tensor ge(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::ge>("ge", a, s, loc); }
 Tensor lt(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::lt>("lt", a, s, loc); }
 Tensor le(const Tensor& a, double s, Loc loc) { return compare_scalar<BinaryOp::le>("le", a, s, loc); }
+
+Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc) {
+  return binary<BinaryOp::logical_and>("logical_and", a, b, loc);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc) {
+  return binary<BinaryOp::logical_or>("logical_or", a, b, loc);
+}
+Tensor logical_xor(const Tensor& a, const Tensor& b, Loc loc) {
+  return binary<BinaryOp::logical_xor>("logical_xor", a, b, loc);
+}
+Tensor logical_not(const Tensor& a, Loc loc) {
+  const char* name = "logical_not";
+  engine_for(name, a);
+  if (a.dtype() != DType::b8) return eq(a, 0.0, loc);  // NaN is true, so its not is false
+  return logical_xor(a, full(Shape{}, 1.0, {DType::b8, a.device()}, loc), loc);
+}
 
 Tensor add(const Tensor& a, double s, Loc loc) {
   return recorded(with_scalar<BinaryOp::add, false>("add", a, s, loc), Scalar::add, a, s, loc);

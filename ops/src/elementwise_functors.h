@@ -140,7 +140,25 @@ struct Le {
   TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x <= y; }
 };
 
-/// Whether a functor is a comparison (its output is bool, not T).
+/// Logical and, or, xor: nonzero (NaN too) is true; bool results.
+struct LogicalAnd {
+  static constexpr bool kCompares = true;
+  template <typename T>
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x != T(0) && y != T(0); }
+};
+struct LogicalOr {
+  static constexpr bool kCompares = true;
+  template <typename T>
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return x != T(0) || y != T(0); }
+};
+struct LogicalXor {
+  static constexpr bool kCompares = true;
+  template <typename T>
+  TIDE_HOST_DEVICE bool operator()(T x, T y) const { return (x != T(0)) != (y != T(0)); }
+};
+
+/// Whether a functor is a comparison or logical op (its output is bool, not
+/// T; its inputs may be bool too).
 template <typename F>
 constexpr bool compares_op() {
   if constexpr (requires { F::kCompares; }) return F::kCompares;

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "elementwise_functors.h"
 #include "kernels.h"
@@ -51,9 +52,16 @@ struct ElementwiseTable {
   template <typename T, typename F>
   using Out = std::conditional_t<functors::kComparesOp<F>, bool, T>;
 
+  /// Comparisons and logical ops take bool operands too.
+  template <typename F, typename G>
+  static void dispatch_for(DType dtype, G&& g) {
+    if constexpr (functors::kComparesOp<F>) dispatch_dtype_or_bool(dtype, std::forward<G>(g));
+    else dispatch_dtype(dtype, std::forward<G>(g));
+  }
+
   template <typename F>
   static void binary(DType dtype, const void* a, const void* b, void* out, std::int64_t n, void* stream) {
-    dispatch_dtype(dtype, [&](auto tag) {
+    dispatch_for<F>(dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (functors::kIsInt<T> && functors::kFloatingOnlyOp<F>) floating_only();
       else Maps::template map2<T, Out<T, F>>(a, b, out, n, F{}, stream);
@@ -63,7 +71,7 @@ struct ElementwiseTable {
   template <typename F>
   static void broadcast(DType dtype, const void* a, const void* b, void* out, const BroadcastMap& map,
                         void* stream) {
-    dispatch_dtype(dtype, [&](auto tag) {
+    dispatch_for<F>(dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (functors::kIsInt<T> && functors::kFloatingOnlyOp<F>) floating_only();
       else Maps::template map2_broadcast<T, Out<T, F>>(a, b, out, map, F{}, stream);

@@ -34,7 +34,8 @@ namespace tide::kernels {
 
 #define TIDE_BINARY_OPS(X)                                                                           \
   X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(pow, Pow) X(eq, Eq) X(ne, Ne) X(gt, Gt) X(ge, Ge) \
-  X(lt, Lt) X(le, Le) X(maximum, Maximum) X(minimum, Minimum)
+  X(lt, Lt) X(le, Le) X(maximum, Maximum) X(minimum, Minimum) X(logical_and, LogicalAnd)           \
+  X(logical_or, LogicalOr) X(logical_xor, LogicalXor)
 #define TIDE_UNARY_OPS(X)                                                                                  \
   X(neg, Neg) X(exp, Exp) X(log, Log) X(relu, Relu) X(sqrt, Sqrt) X(tanh, Tanh) X(sigmoid, Sigmoid) \
   X(abs, Abs)

@@ -97,6 +97,28 @@ Tensor reduce_along(const char* name, ReduceOp op, const Tensor& a, int axis, Lo
 }  // namespace
 
 Tensor sum(const Tensor& a, Loc loc) { return reduce_all("sum", ReduceOp::sum, a, loc); }
+
+// any and all count the true values: as bool, then summed (i64) and
+// compared, three ops.
+namespace {
+Tensor as_bool(const char* name, const Tensor& a, Loc loc) {
+  engine_for(name, a);
+  return a.dtype() == DType::b8 ? a : to_dtype(a, DType::b8, loc);
+}
+}  // namespace
+
+Tensor any(const Tensor& a, Loc loc) { return gt(sum(as_bool("any", a, loc), loc), 0.0, loc); }
+Tensor any(const Tensor& a, int axis, Loc loc) {
+  normalize_axis("any", a, axis);
+  return gt(sum(as_bool("any", a, loc), axis, loc), 0.0, loc);
+}
+Tensor all(const Tensor& a, Loc loc) {
+  return eq(sum(as_bool("all", a, loc), loc), static_cast<double>(a.numel()), loc);
+}
+Tensor all(const Tensor& a, int axis, Loc loc) {
+  const int ax = normalize_axis("all", a, axis);
+  return eq(sum(as_bool("all", a, loc), axis, loc), static_cast<double>(a.shape()[ax]), loc);
+}
 Tensor sum(const Tensor& a, int axis, Loc loc) { return reduce_along("sum", ReduceOp::sum, a, axis, loc); }
 Tensor mean(const Tensor& a, Loc loc) { return reduce_all("mean", ReduceOp::mean, a, loc); }
 Tensor mean(const Tensor& a, int axis, Loc loc) { return reduce_along("mean", ReduceOp::mean, a, axis, loc); }

@@ -50,6 +50,42 @@ Tensor sum_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
   return reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return sum(a, l); },
                 [](const Tensor& a, int ax, Loc l) { return sum(a, ax, l); });
 }
+Tensor any_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  return reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return any(a, l); },
+                [](const Tensor& a, int ax, Loc l) { return any(a, ax, l); });
+}
+Tensor all_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  return reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return all(a, l); },
+                [](const Tensor& a, int ax, Loc l) { return all(a, ax, l); });
+}
+
+/// &, |, ^ between bool tensors (or a bool tensor and a Python bool), as
+/// torch's logical reading of them; integers are refused rather than
+/// combined bit by bit.
+Tensor bool_operand(const Tensor& like, const py::object& b, const char* op) {
+  if (py::isinstance<py::bool_>(b)) return full(Shape{}, b.cast<bool>() ? 1.0 : 0.0, {DType::b8, like.device()}, here());
+  if (!py::isinstance<Tensor>(b))
+    throw py::type_error(std::string("tide: ") + op + " takes bool tensors (or True/False), not " +
+                         py::str(py::type::of(b)).cast<std::string>());
+  return b.cast<Tensor>();
+}
+void check_bools(const Tensor& a, const Tensor& b, const char* op) {
+  a.check_defined(op);
+  b.check_defined(op);
+  if (a.dtype() != DType::b8 || b.dtype() != DType::b8)
+    throw DTypeError(std::string("tide: ") + op + " is logical, between bool tensors (" + dtype_name(a.dtype()) +
+                     " and " + dtype_name(b.dtype()) + " given): bitwise integer ops are not supported; "
+                     "for nonzero values use tide.logical_and/logical_or/logical_xor");
+}
+template <typename Op>
+auto logical(const char* op, Op f) {
+  return [op, f](const Tensor& a, const py::object& b) {
+    const Tensor y = bool_operand(a, b, op);
+    check_bools(a, y, op);
+    return f(a, y, here());
+  };
+}
+
 Tensor mean_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
   return reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return mean(a, l); },
                 [](const Tensor& a, int ax, Loc l) { return mean(a, ax, l); });
@@ -152,6 +188,22 @@ void bind_tensor_math(py::module_& m) {
   tensor
       .def("sum", &sum_of, py::arg("dim") = none, py::arg("keepdim") = false,
            "the sum of every element, or along dim (kept with extent 1 when keepdim)")
+      .def("any", &any_of, py::arg("dim") = none, py::arg("keepdim") = false,
+           "whether any element (along dim) is nonzero: a bool tensor")
+      .def("all", &all_of, py::arg("dim") = none, py::arg("keepdim") = false,
+           "whether every element (along dim) is nonzero: a bool tensor")
+      .def("__and__", logical("&", [](const Tensor& a, const Tensor& b, Loc l) { return logical_and(a, b, l); }))
+      .def("__rand__", logical("&", [](const Tensor& a, const Tensor& b, Loc l) { return logical_and(b, a, l); }))
+      .def("__or__", logical("|", [](const Tensor& a, const Tensor& b, Loc l) { return logical_or(a, b, l); }))
+      .def("__ror__", logical("|", [](const Tensor& a, const Tensor& b, Loc l) { return logical_or(b, a, l); }))
+      .def("__xor__", logical("^", [](const Tensor& a, const Tensor& b, Loc l) { return logical_xor(a, b, l); }))
+      .def("__rxor__", logical("^", [](const Tensor& a, const Tensor& b, Loc l) { return logical_xor(b, a, l); }))
+      .def("__invert__",
+           [](const Tensor& a) {
+             check_bools(a, a, "~");
+             return logical_not(a, here());
+           })
+      .def("logical_not", [](const Tensor& a) { return logical_not(a, here()); })
       .def("mean", &mean_of, py::arg("dim") = none, py::arg("keepdim") = false,
            "the mean of every element, or along dim (kept with extent 1 when keepdim)")
       .def("max", &max_of, py::arg("dim") = none, py::arg("keepdim") = false,
@@ -210,6 +262,18 @@ void bind_tensor_math(py::module_& m) {
   m.def("sigmoid", [](const Tensor& a) { return sigmoid(a, here()); }, py::arg("a"));
   m.def("abs", [](const Tensor& a) { return abs(a, here()); }, py::arg("a"));
   m.def("ne", TIDE_EITHER(ne), py::arg("a"), py::arg("b"), "a bool tensor: True where a != b");
+  m.def("logical_and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b, here()); }, py::arg("a"),
+        py::arg("b"), "True where both are nonzero (NaN too), broadcast");
+  m.def("logical_or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b, here()); }, py::arg("a"),
+        py::arg("b"), "True where either is nonzero (NaN too), broadcast");
+  m.def("logical_xor", [](const Tensor& a, const Tensor& b) { return logical_xor(a, b, here()); }, py::arg("a"),
+        py::arg("b"), "True where exactly one is nonzero (NaN too), broadcast");
+  m.def("logical_not", [](const Tensor& a) { return logical_not(a, here()); }, py::arg("a"),
+        "True where a is zero");
+  m.def("any", &any_of, py::arg("a"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        "whether any element (along dim) is nonzero: a bool tensor");
+  m.def("all", &all_of, py::arg("a"), py::arg("dim") = py::none(), py::arg("keepdim") = false,
+        "whether every element (along dim) is nonzero: a bool tensor");
   m.def("gt", TIDE_EITHER(gt), py::arg("a"), py::arg("b"), "a bool tensor: True where a > b");
   m.def("ge", TIDE_EITHER(ge), py::arg("a"), py::arg("b"), "a bool tensor: True where a >= b");
   m.def("lt", TIDE_EITHER(lt), py::arg("a"), py::arg("b"), "a bool tensor: True where a < b");

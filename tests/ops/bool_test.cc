@@ -1,4 +1,5 @@
-// The bool dtype (b8), both engines on the CPU: comparisons make it; it
+// The bool dtype (b8), both engines on the CPU: comparisons and logical ops
+// make it (any, all too); it
 // converts to and from every dtype; a bool operand beside a number tensor is
 // taken as that tensor's dtype; sum counts its true values; it is moved,
 // viewed, selected, filled, printed and saved; and every op that takes
@@ -77,7 +78,7 @@ TEST_P(BoolTest, ABoolOperandIsTakenAsTheOtherOperandsDtype) {
   const Tensor s = mul(m, 2.5);
   EXPECT_EQ(s.dtype(), DType::f32);
   EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{2.5f, 0.0f, 2.5f}));
-  // Two bool tensors compare (as i32) but do no arithmetic.
+  // Two bool tensors compare as they are, but do no arithmetic.
   const Tensor n = lt(x, 2.0);
   EXPECT_EQ(eq(m, n).to_vector<bool>(), (Bools{true, false, false}));
   EXPECT_EQ(eq(m, 1.0).to_vector<bool>(), (Bools{true, false, true}));
@@ -143,6 +144,41 @@ TEST_P(BoolTest, MovedViewedSelectedFilledAndPrinted) {
   EXPECT_EQ(m.nbytes(), 6u);
 }
 
+TEST_P(BoolTest, LogicalOpsAnyAndAll) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor p = from_vector(Bools{true, true, false, false}), q = from_vector(Bools{true, false, true, false});
+  EXPECT_EQ(logical_and(p, q).to_vector<bool>(), (Bools{true, false, false, false}));
+  EXPECT_EQ(logical_or(p, q).to_vector<bool>(), (Bools{true, true, true, false}));
+  EXPECT_EQ(logical_xor(p, q).to_vector<bool>(), (Bools{false, true, true, false}));
+  EXPECT_EQ(logical_not(p).to_vector<bool>(), (Bools{false, false, true, true}));
+  EXPECT_EQ(logical_and(p, q).dtype(), DType::b8);
+  // Numbers: nonzero (NaN too) is true; a bool beside them is taken as their dtype.
+  const Tensor x = from_vector(std::vector<double>{0.0, 2.0, nan, -0.0});
+  EXPECT_EQ(logical_not(x).to_vector<bool>(), (Bools{true, false, false, true}));
+  EXPECT_EQ(logical_and(x, p).to_vector<bool>(), (Bools{false, true, false, false}));
+  EXPECT_EQ(logical_or(x, from_vector(std::vector<double>{1, 0, 0, 0})).to_vector<bool>(),
+            (Bools{true, true, true, false}));
+  // Broadcast: a column against a row.
+  EXPECT_EQ(logical_and(reshape(p, {4, 1}), reshape(q, {1, 4})).to_vector<bool>().size(), 16u);
+  EXPECT_EQ(logical_xor(reshape(p, {2, 2}), from_vector(Bools{true, false}, {1, 2})).to_vector<bool>(),
+            (Bools{false, true, true, false}));
+  // any and all, whole and along an axis; empty tensors.
+  EXPECT_TRUE(any(p).item<bool>());
+  EXPECT_FALSE(all(p).item<bool>());
+  EXPECT_EQ(any(p).dtype(), DType::b8);
+  EXPECT_TRUE(all(from_vector(std::vector<double>{1.0, nan})).item<bool>());
+  const Tensor m = reshape(p, {2, 2});  // [[true, true], [false, false]]
+  EXPECT_EQ(all(m, 1).to_vector<bool>(), (Bools{true, false}));
+  EXPECT_EQ(any(m, 0).to_vector<bool>(), (Bools{true, true}));
+  EXPECT_EQ(all(m, 0).to_vector<bool>(), (Bools{false, false}));
+  EXPECT_FALSE(any(zeros({0}, {DType::b8})).item<bool>());
+  EXPECT_TRUE(all(zeros({0}, {DType::b8})).item<bool>());
+  const Tensor three = from_vector(Bools{true, false, true});
+  eng().wait_all();
+  EXPECT_REJECTED(ShapeError, logical_and(p, three));
+  EXPECT_REJECTED(ShapeError, any(m, 2));
+}
+
 using CudaBoolTest = OpsTest;
 TIDE_OPS_TEST_SUITE(CudaBoolTest);
 
@@ -164,6 +200,12 @@ TEST_P(CudaBoolTest, MatchesTheCpu) {
     EXPECT_EQ(where(gm, gx, gy).to_vector<float>(), where(cm, cx, cy).to_vector<float>()) << what;
     EXPECT_EQ(sum(gm).item<std::int64_t>(), sum(cm).item<std::int64_t>()) << what;
     EXPECT_EQ(full({n}, 1.0, {DType::b8, cuda(0)}).to_vector<bool>(), Bools(static_cast<std::size_t>(n), true));
+    // Bool inputs: the packed path of 16 bools per load when aligned.
+    const Tensor gn = lt(gx, 0.0), cn = lt(cx, 0.0);
+    EXPECT_EQ(logical_xor(gm, gn).to_vector<bool>(), logical_xor(cm, cn).to_vector<bool>()) << what;
+    EXPECT_EQ(eq(gm, gn).to_vector<bool>(), eq(cm, cn).to_vector<bool>()) << what;
+    EXPECT_EQ(logical_not(gm).to_vector<bool>(), logical_not(cm).to_vector<bool>()) << what;
+    EXPECT_EQ(all(gm).item<bool>(), all(cm).item<bool>()) << what;
   }
   // Broadcast comparisons, gathers and index_select of bool values.
   const std::vector<float> r = random_values<float>(37, 11), c = random_values<float>(29, 12);

@@ -365,6 +365,36 @@ def test_bool_tensors_as_in_torch():
         m.max()
 
 
+def test_logical_ops_any_and_all_as_in_torch():
+    a = np.array([[0.5, -1.0, 2.0], [0.0, 3.0, -4.0]], dtype=np.float32)
+    x = tide.tensor(a)
+    inside = (x > -2) & (x < 1)
+    assert inside.dtype == "bool"
+    np.testing.assert_array_equal(inside.numpy(), (a > -2) & (a < 1))
+    np.testing.assert_array_equal(((x < 0) | (x > 2)).numpy(), (a < 0) | (a > 2))
+    np.testing.assert_array_equal(((x > 0) ^ (x > 1)).numpy(), (a > 0) ^ (a > 1))
+    np.testing.assert_array_equal((~(x > 0)).numpy(), ~(a > 0))
+    np.testing.assert_array_equal(((x > 0) & True).numpy(), a > 0)
+    np.testing.assert_array_equal((False | (x > 0)).numpy(), a > 0)
+    x[(x < 0) & (x > -2)] = 0.0  # a compound mask in an assignment
+    np.testing.assert_array_equal(x.numpy(), np.where((a < 0) & (a > -2), 0, a))
+    np.testing.assert_array_equal(tide.logical_and(tide.tensor(a), tide.tensor(a)).numpy(), np.logical_and(a, a))
+    np.testing.assert_array_equal(tide.logical_not(tide.tensor(a)).numpy(), np.logical_not(a))
+    # any and all, as torch's: bool results, whole or along dim.
+    t = tide.tensor(a)
+    assert (t > 2).any().item() is True and (t > 5).any().item() is False
+    assert (t > -5).all().item() is True and t.all().item() is False  # a zero is in it
+    np.testing.assert_array_equal(t.any(dim=1).numpy(), a.any(axis=1))
+    np.testing.assert_array_equal(tide.all(t, dim=0, keepdim=True).numpy(), a.all(axis=0, keepdims=True))
+    # & of integers is bitwise in torch: refused here, naming the logical ops.
+    with pytest.raises(tide.DTypeError, match="logical_and"):
+        tide.tensor([1, 2]) & tide.tensor([3, 4])
+    with pytest.raises(tide.DTypeError, match="logical"):
+        ~tide.tensor([1, 2])
+    with pytest.raises(TypeError, match="bool tensors"):
+        (t > 0) & 1
+
+
 def test_bool_tensors_with_torch_and_safetensors(tmp_path):
     m = tide.tensor([[True, False], [False, True]])
     tide.save(str(tmp_path / "m.safetensors"), {"m": m})

@@ -83,6 +83,14 @@ Tensor ge(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor lt(const Tensor& a, double s, Loc loc = Loc::current());
 Tensor le(const Tensor& a, double s, Loc loc = Loc::current());
 
+/// Logical and, or, xor and not of any dtypes (nonzero, NaN too, is true),
+/// broadcast; bool results, no gradient. In Python &, |, ^ and ~ of bool
+/// tensors.
+Tensor logical_and(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor logical_or(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor logical_xor(const Tensor& a, const Tensor& b, Loc loc = Loc::current());
+Tensor logical_not(const Tensor& a, Loc loc = Loc::current());
+
 Tensor neg(const Tensor& a, Loc loc = Loc::current());
 Tensor exp(const Tensor& a, Loc loc = Loc::current());  // floating dtypes
 Tensor log(const Tensor& a, Loc loc = Loc::current());  // floating dtypes

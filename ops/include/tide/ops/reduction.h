@@ -15,6 +15,12 @@ namespace tide {
 
 Tensor sum(const Tensor& a, Loc loc = Loc::current());
 Tensor sum(const Tensor& a, int axis, Loc loc = Loc::current());
+/// Whether any (all) elements are nonzero (NaN too), over the whole tensor
+/// or along an axis: bool results. An empty tensor: any false, all true.
+Tensor any(const Tensor& a, Loc loc = Loc::current());
+Tensor any(const Tensor& a, int axis, Loc loc = Loc::current());
+Tensor all(const Tensor& a, Loc loc = Loc::current());
+Tensor all(const Tensor& a, int axis, Loc loc = Loc::current());
 /// Floating dtypes only.
 Tensor mean(const Tensor& a, Loc loc = Loc::current());
 Tensor mean(const Tensor& a, int axis, Loc loc = Loc::current());
