@@ -112,8 +112,25 @@ template <BinaryOp Op, bool InPlace>
   if ((InPlace && a_bool) || (a_bool && b_bool))
     throw DTypeError(op_prefix(name) + "arithmetic on bool tensors is not defined (" + dtype_name(a.dtype()) +
                      " and " + dtype_name(b.dtype()) + "); convert them first (to_dtype)");
+  // The shapes are checked before the conversion is queued.
+  const Shape out = broadcast_shapes(name, a.shape(), b.shape());
+  if (InPlace && out != a.shape())
+    throw ShapeError(op_prefix(name) + "b of shape " + b.shape().str() + " does not broadcast to a's shape " +
+                     a.shape().str() + " (an in-place op keeps a's shape)");
   const DType to = a_bool ? b.dtype() : a.dtype();
   return binary<Op, InPlace>(name, a_bool ? to_dtype(a, to, loc) : a, b_bool ? to_dtype(b, to, loc) : b, loc);
+}
+
+/// A differentiable op's operands with a bool one taken as the other's
+/// dtype before anything is recorded, so that autograd saves numbers only.
+[[gnu::always_inline]] inline std::pair<Tensor, Tensor> numbers(const char* name, const Tensor& a, const Tensor& b,
+                                                                Loc loc) {
+  if (!a.defined() || !b.defined() || ((a.dtype() == DType::b8) == (b.dtype() == DType::b8))) [[likely]]
+    return {a, b};
+  engine_for(name, a, b);  // devices and shapes checked before the conversion is queued
+  broadcast_shapes(name, a.shape(), b.shape());
+  if (a.dtype() == DType::b8) return {to_dtype(a, b.dtype(), loc), b};
+  return {a, to_dtype(b, a.dtype(), loc)};
 }
 
 template <BinaryOp Op, bool InPlace>
@@ -263,32 +280,39 @@ using autograd::Binary;
 using autograd::Scalar;
 using autograd::Unary;
 
-Tensor add(const Tensor& a, const Tensor& b, Loc loc) {
+Tensor add(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  const auto [a, b] = numbers("add", a_in, b_in, loc);
   return recorded(binary<BinaryOp::add>("add", a, b, loc), Binary::add, a, b, loc);
 }
-Tensor sub(const Tensor& a, const Tensor& b, Loc loc) {
+Tensor sub(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  const auto [a, b] = numbers("sub", a_in, b_in, loc);
   return recorded(binary<BinaryOp::sub>("sub", a, b, loc), Binary::sub, a, b, loc);
 }
-Tensor mul(const Tensor& a, const Tensor& b, Loc loc) {
+Tensor mul(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  const auto [a, b] = numbers("mul", a_in, b_in, loc);
   return recorded(binary<BinaryOp::mul>("mul", a, b, loc), Binary::mul, a, b, loc);
 }
-Tensor div(const Tensor& a, const Tensor& b, Loc loc) {
+Tensor div(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  const auto [a, b] = numbers("div", a_in, b_in, loc);
   return recorded(binary<BinaryOp::div>("div", a, b, loc), Binary::div, a, b, loc);
 }
-Tensor pow(const Tensor& a, const Tensor& b, Loc loc) {
-  if (a.defined()) check_floating("pow", a.dtype());
+Tensor pow(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  if (a_in.defined()) check_floating("pow", a_in.dtype());
+  const auto [a, b] = numbers("pow", a_in, b_in, loc);
   return recorded(binary<BinaryOp::pow>("pow", a, b, loc), Binary::pow, a, b, loc);
 }
-Tensor maximum(const Tensor& a, const Tensor& b, Loc loc) {
+Tensor maximum(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  const auto [a, b] = numbers("maximum", a_in, b_in, loc);
   return recorded(binary<BinaryOp::maximum>("maximum", a, b, loc), Binary::maximum, a, b, loc);
 }
-Tensor minimum(const Tensor& a, const Tensor& b, Loc loc) {
+Tensor minimum(const Tensor& a_in, const Tensor& b_in, Loc loc) {
+  const auto [a, b] = numbers("minimum", a_in, b_in, loc);
   return recorded(binary<BinaryOp::minimum>("minimum", a, b, loc), Binary::minimum, a, b, loc);
 }
 /// A bound for an integer tensor must be an integer: truncating 0.5 to 0
 /// would clamp to the wrong value, and tide does not promote to floating.
 static void check_whole_bound(const char* name, const Tensor& a, double s) {
-  if (a.defined() && !is_floating(a.dtype()) && std::trunc(s) != s)
+  if (a.defined() && !is_floating(a.dtype()) && a.dtype() != DType::b8 && std::trunc(s) != s)
     throw ValueError(op_prefix(name) + "bound " + std::to_string(s) + " is not a whole number, and the tensor is " +
                      dtype_name(a.dtype()));
 }

@@ -132,6 +132,7 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x, Loc loc) {
   Engine& e = engine_for_args(name, {{dy, "dy"}, {x, "x"}});
   check_same_shape(name, dy, x);
   check_same_dtype(name, dy, x);
+  if (x.dtype() == DType::b8) throw DTypeError(op_prefix(name) + "takes numbers, not bool tensors");
   const std::int64_t n = dy.numel();
   const auto fn = kernel_for(name, dy.device(), kernels::nn(dy.device()).relu_backward);
   const DType dt = dy.dtype();

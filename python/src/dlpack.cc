@@ -142,8 +142,9 @@ Tensor from_dlpack(const py::object& obj, const std::string& device) {
                         " (2 is CUDA); tide copies from host memory only: move it there first (PyTorch: .cpu())");
   }
   py::module_ np = py::module_::import("numpy");
-  // A numpy array is read as it is: numpy before 2 has no DLPack bool.
-  py::object array = py::isinstance<py::array>(obj) ? obj : np.attr("from_dlpack")(obj);
+  // A numpy bool array is read as it is: numpy before 1.25 has no DLPack bool.
+  const bool numpy_bools = py::isinstance<py::array>(obj) && numpy_type(obj).kind == 'b';
+  py::object array = numpy_bools ? obj : np.attr("from_dlpack")(obj);
   return py::module_::import("tide").attr("from_numpy")(array, device).cast<Tensor>();
 }
 

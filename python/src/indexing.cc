@@ -229,6 +229,10 @@ std::function<Tensor()> assigned_value(const Tensor& t, const py::object& value,
   }
   shape = Shape{};
   const Device dev = t.device();
+  if (t.dtype() == DType::b8 && (PyIndex_Check(value.ptr()) || PyFloat_Check(value.ptr()))) {
+    const bool v = py::cast<double>(py::float_(value)) != 0.0;  // True, 1, 2.5: true; 0, False: false
+    return [v, dev, loc] { return full(Shape{}, v ? 1.0 : 0.0, {DType::b8, dev}, loc); };
+  }
   if (PyIndex_Check(value.ptr()) && !PyFloat_Check(value.ptr())) {
     const auto i = value.cast<std::int64_t>();  // OverflowError beyond 64 bits
     return dispatch_dtype(t.dtype(), [&](auto tag) -> std::function<Tensor()> {

@@ -53,7 +53,7 @@ void bind_safetensors(py::module_& m) {
         return s.tensors;
       },
       py::arg("path"), py::arg("device") = "cpu:0",
-      "the tensors of a safetensors file, as a dict by name (F32, F64, I32, I64)");
+      "the tensors of a safetensors file, as a dict by name (F32, F64, I32, I64, BOOL)");
   m.def(
       "load_metadata", [](const py::object& path) { return load_metadata(path_of(path)); }, py::arg("path"),
       "the str -> str metadata of a safetensors file");

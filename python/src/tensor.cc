@@ -310,11 +310,12 @@ void bind_tensors(py::module_& m) {
   const char* cpu0 = "cpu:0";
   m.def("from_numpy", [](py::array a, const std::string& dev, bool rg) {
           const NumpyType nt = numpy_type(a);
-          if (rg && nt.kind != 'f') check_grad_dtype(rg, nt.itemsize == 4 ? DType::i32 : DType::i64);
+          if (rg && nt.kind != 'f')
+            check_grad_dtype(rg, nt.kind == 'b' ? DType::b8 : nt.itemsize == 4 ? DType::i32 : DType::i64);
           return from_numpy(a, dev).set_requires_grad(rg);
         },
         py::arg("array"), py::arg("device") = cpu0, py::arg("requires_grad") = false,
-        "a tensor holding a copy of the array (float32, float64, int32 or int64)");
+        "a tensor holding a copy of the array (float32, float64, int32, int64 or bool)");
   m.def(
       "to_dtype", [](const Tensor& t, const std::string& dt) { return to_dtype(t, parse_dtype(dt), here()); },
       py::arg("a"), py::arg("dtype"),

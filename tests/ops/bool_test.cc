@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include <tide/ops/autograd.h>
+
 #include "cuda_ops_test_util.h"
 
 namespace tide::testing {
@@ -82,8 +84,22 @@ TEST_P(BoolTest, ABoolOperandIsTakenAsTheOtherOperandsDtype) {
   const Tensor n = lt(x, 2.0);
   EXPECT_EQ(eq(m, n).to_vector<bool>(), (Bools{true, false, false}));
   EXPECT_EQ(eq(m, 1.0).to_vector<bool>(), (Bools{true, false, true}));
-  EXPECT_EQ(gt(m, 0.5).dtype(), DType::b8);
+  EXPECT_EQ(gt(m, 0.5).to_vector<bool>(), (Bools{true, false, true}));
+  EXPECT_EQ(eq(m, 2.0).to_vector<bool>(), (Bools{false, false, false}));  // true is 1, not 2
+  // Broadcast, beside f64, and in place into a number tensor.
+  const Tensor col = from_vector(Bools{true, false}, {2, 1});
+  const Tensor wide = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor masked = mul(wide, col);
+  EXPECT_EQ(masked.dtype(), DType::f64);
+  EXPECT_EQ(masked.to_vector<double>(), (std::vector<double>{1, 2, 3, 0, 0, 0}));
+  Tensor acc = from_vector(std::vector<float>{10, 10, 10}, {3});
+  add_(acc, m);
+  EXPECT_EQ(acc.to_vector<float>(), (std::vector<float>{11, 10, 11}));
+  EXPECT_EQ(minimum(m, x).to_vector<float>(), (std::vector<float>{1, -2, 1}));
+  const Tensor three_wide = from_vector(Bools{true, true, true, true}, {4});
   eng().wait_all();
+  EXPECT_REJECTED(ShapeError, mul(x, three_wide));  // shapes checked before the conversion is queued
+  EXPECT_REJECTED(ShapeError, add_(acc, col));
   EXPECT_REJECTED(DTypeError, add(m, n));
   Tensor target = m;
   EXPECT_REJECTED(DTypeError, add_(target, x));
@@ -126,7 +142,10 @@ TEST_P(BoolTest, MovedViewedSelectedFilledAndPrinted) {
   EXPECT_EQ(transpose(m).to_vector<bool>(), (Bools{true, true, false, true, false, false}));
   EXPECT_EQ(reshape(m, {3, 2}).to_vector<bool>(), m.to_vector<bool>());
   EXPECT_EQ(slice(m, 1, 0, 3, 2).to_vector<bool>(), (Bools{true, false, true, false}));
-  EXPECT_EQ(cat({m, m}, 0).to_vector<bool>().size(), 12u);
+  const Tensor joined = cat({m, slice(m, 0, 1, 2)}, 0);
+  EXPECT_EQ(joined.dtype(), DType::b8);
+  EXPECT_EQ(joined.shape(), (Shape{3, 3}));
+  EXPECT_EQ(joined.to_vector<bool>(), (Bools{true, false, false, true, true, false, true, true, false}));
   EXPECT_EQ(index_select(m, 1, from_vector(std::vector<std::int64_t>{2, 0})).to_vector<bool>(),
             (Bools{false, true, false, true}));
   // where: a bool condition, and bool values.
@@ -142,6 +161,20 @@ TEST_P(BoolTest, MovedViewedSelectedFilledAndPrinted) {
   EXPECT_NE(os.str().find("dtype=bool"), std::string::npos) << os.str();
   EXPECT_EQ(dtype_size(DType::b8), 1u);
   EXPECT_EQ(m.nbytes(), 6u);
+}
+
+TEST_P(BoolTest, ABoolOperandCarriesNoGradientAndBreaksNoBackward) {
+  for_each_floating([&](auto tag) {
+    using T = decltype(tag);
+    SCOPED_TRACE(dtype_name(dtype_v<T>));
+    Tensor x = from_vector(std::vector<T>{1.5, -2, 3}, {3});
+    x.set_requires_grad();
+    const Tensor m = from_vector(Bools{true, false, true});
+    // d/dx of sum(x * m + minimum(x, m) + pow(x, m)): m + [x < m] + m x^(m-1)
+    backward(sum(add(add(mul(x, m), minimum(x, m)), pow(x, m))));
+    EXPECT_EQ(x.grad().dtype(), dtype_v<T>);
+    EXPECT_EQ(x.grad().template to_vector<T>(), (std::vector<T>{2, 1, 2}));
+  });
 }
 
 TEST_P(BoolTest, LogicalOpsAnyAndAll) {

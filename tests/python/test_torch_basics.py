@@ -334,6 +334,7 @@ def test_bool_tensors_as_in_torch():
     np.testing.assert_array_equal(m.numpy(), a > 0)
     assert m.numpy().dtype == np.bool_
     assert m.tolist() == [[True, False, False], [True, False, False]]
+    assert all(type(v) is bool for row in m.tolist() for v in row)
     assert "True" in repr(m) and "dtype=bool" in repr(m)
     # A bool operand beside a number tensor is taken as that tensor's dtype.
     np.testing.assert_array_equal((x * m).numpy(), a * (a > 0))  # NaN * False is NaN, in numpy too
@@ -343,16 +344,31 @@ def test_bool_tensors_as_in_torch():
     assert (x > 100).sum().item() == 0
     assert tide.tensor([True]).item() is True and bool(tide.tensor([False])) is False
     # Conversions both ways: nonzero (NaN too) is True.
+    assert x.bool().numpy().dtype == np.bool_
     np.testing.assert_array_equal(x.bool().numpy(), np.array(a, dtype=bool))
     assert x.to("bool").dtype == "bool" and m.float().dtype == "f32" and m.long().tolist()[0] == [1, 0, 0]
     assert tide.zeros([2], dtype="bool").tolist() == [False, False]
+    assert [type(v) for v in tide.zeros([2], dtype="bool").tolist()] == [bool, bool]
+    # Writing into a bool tensor: a Python bool or number (nonzero is True).
+    w = tide.zeros([2, 3], dtype="bool")
+    w[0] = True
+    w[1, 1:] = 1
+    assert w.tolist() == [[True, True, True], [False, True, True]]
+    w[tide.tensor([True, False])] = 0
+    assert w.tolist() == [[False, False, False], [False, True, True]]
     # From numpy and back, through DLPack too.
     flags = np.array([True, False, True])
     t = tide.from_numpy(flags)
     assert t.dtype == "bool" and t.numpy().tolist() == [True, False, True]
-    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":  # DLPack's bool (code 6) came to numpy with 2.0
+    try:  # DLPack's bool (code 6) came to numpy with 1.25
+        np.from_dlpack(np.array([True]))
+    except (RuntimeError, BufferError, TypeError):
+        pass
+    else:
         np.testing.assert_array_equal(np.from_dlpack(t), flags)
-    assert tide.from_dlpack(flags).dtype == "bool"
+        assert tide.from_dlpack(t).tolist() == [True, False, True]  # through DLPack, a tide tensor as the source
+    back = tide.from_dlpack(flags)  # a numpy bool array: read as it is, on any numpy
+    assert back.dtype == "bool" and back.tolist() == [True, False, True]
     # Masks, and where with a bool condition.
     np.testing.assert_array_equal(x[m].numpy(), a[a > 0])
     np.testing.assert_array_equal(tide.where(m, x, 0.0).numpy(), np.where(a > 0, a, 0))
@@ -400,9 +416,12 @@ def test_bool_tensors_with_torch_and_safetensors(tmp_path):
     tide.save(str(tmp_path / "m.safetensors"), {"m": m})
     back = tide.load(str(tmp_path / "m.safetensors"))["m"]
     assert back.dtype == "bool" and back.tolist() == [[True, False], [False, True]]
+    assert [type(v) for v in back.tolist()[0]] == [bool, bool]
     torch = pytest.importorskip("torch")
-    if int(torch.__version__.split(".")[0]) < 2:
-        pytest.skip("PyTorch %s has no DLPack bool (code 6)" % torch.__version__)
+    try:  # PyTorch's DLPack took bool (code 6) after 2.0
+        torch.from_dlpack(torch.tensor([True]).__dlpack__())
+    except (RuntimeError, BufferError, TypeError):
+        pytest.skip("PyTorch %s has no DLPack bool" % torch.__version__)
     pt = torch.from_dlpack(m)
     assert pt.dtype == torch.bool and pt.tolist() == [[True, False], [False, True]]
     assert tide.from_dlpack(torch.tensor([False, True])).tolist() == [False, True]

@@ -106,8 +106,8 @@ Tensor log_softmax(const Tensor& a, int axis, Loc loc = Loc::current());
 /// negative axis counts from the end), in `index` dtype: i64 by default, as
 /// torch's, or i32 (which compares with i32 labels without a conversion);
 /// the first one on ties, and the first NaN if there is one (as max() lets
-/// a NaN win). Any dtype; the axis must have at least one element
-/// (ValueError otherwise).
+/// a NaN win). Any number dtype (not bool); the axis must have at least one
+/// element (ValueError otherwise).
 Tensor argmax(const Tensor& a, int axis, DType index = DType::i64, Loc loc = Loc::current());
 
 }  // namespace tide

@@ -13,6 +13,7 @@
 
 namespace tide {
 
+/// The sum, in a's dtype; of a bool tensor, the count of true values (i64).
 Tensor sum(const Tensor& a, Loc loc = Loc::current());
 Tensor sum(const Tensor& a, int axis, Loc loc = Loc::current());
 /// Whether any (all) elements are nonzero (NaN too), over the whole tensor

@@ -5,9 +5,10 @@
 // padded with spaces to a multiple of 8, then every tensor's bytes,
 // row-major and little-endian, back to back.
 //
-// Each tensor keeps its own dtype: f32, f64, i32 and i64 are written and
-// read as F32, F64, I32 and I64; any other dtype (BF16, F16, U8, BOOL, ...)
-// is refused, since tide has no such tensors. Tensors are always contiguous
+// Each tensor keeps its own dtype: f32, f64, i32, i64 and bool are written
+// and read as F32, F64, I32, I64 and BOOL (a byte each; a nonzero byte reads
+// as true); any other dtype (BF16, F16, U8, ...) is refused, since tide has
+// no such tensors. Tensors are always contiguous
 // (tide has no views), so a tensor's bytes are its storage's.
 #pragma once
 
