@@ -16,6 +16,7 @@
 //   template <typename T>
 //   static void scatter_add(const void* in, void* out, const StridedMap& map,
 //                           void* stream);
+//   (and scatter, the same writing rather than adding)
 //   template <typename S, typename D>
 //   static void convert(const void* in, void* out, std::int64_t n, void* stream);
 //   template <typename C, typename T>
@@ -92,6 +93,10 @@ struct ElementwiseTable {
     });
   }
 
+  static void strided_scatter(DType dtype, const void* in, void* out, const StridedMap& map, void* stream) {
+    dispatch_dtype_or_bool(dtype, [&](auto tag) { Maps::template scatter<decltype(tag)>(in, out, map, stream); });
+  }
+
   static void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void* stream) {
     dispatch_dtype_or_bool(from, [&](auto s) {
       dispatch_dtype_or_bool(to, [&](auto d) {
@@ -164,6 +169,7 @@ struct ElementwiseTable {
     TIDE_UNARY_OPS(TIDE_FILL_UNARY)
     t.strided_copy = &strided_copy;
     t.strided_scatter_add = &strided_scatter_add;
+    t.strided_scatter = &strided_scatter;
     t.cast = &cast;
     t.where = &where;
     t.index_select = &index<false>;

@@ -143,6 +143,10 @@ struct Elementwise {
   /// The reverse: out's element along `map` += in's element i (several i
   /// may reach one element of out, where a stride is 0). `out` never aliases `in`.
   StridedCopyFn strided_scatter_add = nullptr;
+  /// out's element along `map` = in's element i, for a map that reaches
+  /// each element of out at most once (an assignment through a strided
+  /// key; bool too). `out` never aliases `in`.
+  StridedCopyFn strided_scatter = nullptr;
   CastFn cast = nullptr;
   WhereFn where = nullptr;
   IndexFn index_select = nullptr;

@@ -1,9 +1,13 @@
 // Views (a handle with another shape) and the strided copy that reorders.
 #include <tide/ops/views.h>
+#include <tide/ops/elementwise.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/record.h"
 #include "kernels.h"
@@ -194,6 +198,60 @@ Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64
       loc, -1, true);
   if (autograd::wants(a)) autograd::record_strided(out, a, strides, offset, loc);
   return out;
+}
+
+namespace {
+
+/// Whether the map reaches some element twice: sorted by |stride|, each
+/// axis must step past everything the smaller ones span.
+bool reaches_twice(const Shape& shape, const std::vector<std::int64_t>& strides) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> axes;  // (|stride|, extent) of axes with extent > 1
+  for (int d = 0; d < shape.ndim(); ++d)
+    if (shape[d] > 1) axes.emplace_back(strides[static_cast<std::size_t>(d)] < 0 ? -strides[static_cast<std::size_t>(d)]
+                                                                               : strides[static_cast<std::size_t>(d)],
+                                        shape[d]);
+  std::sort(axes.begin(), axes.end());
+  std::int64_t span = 0;  // the largest offset the smaller axes reach
+  for (const auto& [stride, extent] : axes) {
+    if (stride <= span) return true;
+    span += stride * (extent - 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+void assign_strided_(Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
+                     const Tensor& value, Loc loc) {
+  const char* name = "assign_strided_";
+  Engine& e = engine_of(name, a, "a");
+  engine_of(name, value, "value");
+  check_same_device(name, a, value);
+  check_same_dtype(name, a, value);
+  if (value.shape() != shape)
+    throw ShapeError(op_prefix(name) + "value has shape " + value.shape().str() + ", the elements picked " +
+                     shape.str());
+  auto map = strided_map(name, a.numel(), shape, strides, offset);
+  if (reaches_twice(shape, strides))
+    throw ShapeError(op_prefix(name) + "the strides reach some element of a twice (an assignment picks each "
+                     "element at most once)");
+  if (GradMode::enabled() && (a.requires_grad() || value.requires_grad()))
+    autograd::refuse_in_place(name, a, &value);
+  if (shape.numel() == 0) return;
+  // A value that shares a's bytes is read from a copy: the op writes a.
+  if (value.storage()->owner() == a.storage()->owner()) {
+    assign_strided_(a, shape, strides, offset, copy_to(value, value.device(), loc), loc);
+    return;
+  }
+  const Device dev = a.device();
+  const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_scatter);
+  const DType dt = a.dtype();
+  push_into(
+      e, name, dev, {value.storage()}, {a.storage()},
+      [fn, dt, map = std::move(map)](const OpContext& ctx) {
+        fn(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
+      },
+      loc, true);
 }
 
 Tensor detail::strided_scatter_add(const Tensor& src, const Shape& shape, const std::vector<std::int64_t>& strides,

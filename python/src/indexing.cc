@@ -257,11 +257,11 @@ void set_masked(Tensor& t, const py::object& key, const py::object& value);
 }  // namespace
 
 /// t[key] = value: value (a tensor broadcast to t[key]'s shape, numpy's
-/// rules, or a number) written into t, where the key picks one run of
-/// elements (the keys whose t[key] is a view). Other keys raise IndexError
-/// rather than write into a copy that t never sees. Every check runs before
-/// anything is pushed. `t[key] += x` lands here with the view itself,
-/// already updated: nothing is left to write.
+/// rules, or a number) written into t's elements that the key picks: into
+/// the view when they are one run, else in place along the key's strides (a
+/// column, a step). Every check runs before anything is pushed. `t[key] += x`
+/// lands here with the view itself, already updated, when the key is a
+/// view's (nothing is left to write), and with the updated copy otherwise.
 void set_item(Tensor& t, const py::object& key, const py::object& value) {
   if (py::isinstance<Tensor>(key) || py::isinstance<py::array>(key)) return set_masked(t, key, value);
   if (py::isinstance<py::list>(key))
@@ -282,14 +282,11 @@ void set_item(Tensor& t, const py::object& key, const py::object& value) {
                                                      value.cast<const Tensor&>().requires_grad())))
     throw UsageError("t[key] = value: an in-place write cannot be recorded for autograd, and a tensor involved "
                      "requires a gradient. Run it with grad mode off (tide.no_grad()), as an optimizer step does");
-  if (!picks_one_run(m))
-    throw py::index_error("tide: assignment to t[" + py::repr(key).cast<std::string>() +
-                          "] needs the elements picked to be one run in order (a row, a leading slice, "
-                          "t[i, a:b]), since only those are views; this key picks " +
-                          std::to_string(m.shape.numel()) + " elements spread over t's storage");
-  Tensor view = strided(t, m.shape, m.strides, m.offset, loc);  // a view: nothing pushed
+  const bool view_key = picks_one_run(m);
+  Tensor view = view_key ? strided(t, m.shape, m.strides, m.offset, loc) : Tensor();  // a view: nothing pushed
   Tensor v = make();
-  if (v.is_same(view) && v.storage()->offset() == view.storage()->offset() && v.shape() == view.shape()) return;
+  if (view_key && v.is_same(view) && v.storage()->offset() == view.storage()->offset() && v.shape() == view.shape())
+    return;
   if (fitted != vs) v = reshape(v, std::vector<std::int64_t>(fitted.begin(), fitted.end()));
   if (v.shape() != m.shape) {
     // numpy's broadcast as a gather with zero strides: the values as they
@@ -303,7 +300,11 @@ void set_item(Tensor& t, const py::object& key, const py::object& value) {
     }
     v = strided(v, m.shape, st, 0, loc);
   }
-  copy_(view, v, loc);
+  if (view_key) {
+    copy_(view, v, loc);
+  } else {  // a column, a step: written in place along the key's strides, one op
+    assign_strided_(t, m.shape, m.strides, m.offset, v, loc);
+  }
 }
 
 namespace {

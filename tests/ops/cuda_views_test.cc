@@ -61,6 +61,23 @@ TEST_P(CudaViewsTest, CatAndStackMatchCpu) {
   });
 }
 
+TEST_P(CudaViewsTest, AssignmentAlongStridesMatchesCpu) {
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  const Shape base{257, 129};
+  const std::vector<float> v = random_values<float>(static_cast<std::size_t>(base.numel()), 6);
+  const std::vector<float> col = random_values<float>(257, 7), steps = random_values<float>(129 * 43, 8);
+  auto run = [&](Device d) {
+    Tensor t = copy_to(from_vector(v, base), d);
+    assign_strided_(t, {257}, {129}, 5, copy_to(from_vector(col), d));                   // t[:, 5]
+    assign_strided_(t, {43, 129}, {-6 * 129, 1}, 256 * 129, copy_to(from_vector(steps, {43, 129}), d));  // t[::-6]
+    Tensor m = copy_to(zeros({64, 3}, {DType::b8}), d);
+    assign_strided_(m, {64}, {3}, 2, copy_to(full({64}, 1.0, {DType::b8}), d));
+    return std::make_pair(t.to_vector<float>(), m.to_vector<bool>());
+  };
+  EXPECT_EQ(run(cuda(0)), run(cpu(0)));
+}
+
 TEST_P(CudaViewsTest, PartViewsAtAnyOffsetMatchCpu) {
   // Views one element into a block are not 16-byte aligned: the vectorised
   // elementwise path must fall back, and the partial-overlap rules (a copy

@@ -73,6 +73,58 @@ TEST_P(PartViewsTest, PicksThatAreNotOneRunAreCopies) {
   EXPECT_FALSE(slice(m, 0, 3, 3).is_same(m));
 }
 
+TEST_P(PartViewsTest, AssignmentAlongStridesWritesOnlyThePickedElements) {
+  // A column, every other row reversed, and a 3-d block: against the same
+  // writes into a host vector.
+  struct Case {
+    Shape base, picked;
+    std::vector<std::int64_t> strides;
+    std::int64_t offset;
+  };
+  const std::vector<Case> cases = {
+      {{3, 4}, {3}, {4}, 1},                // t[:, 1]
+      {{5, 4}, {3, 4}, {-8, 1}, 16},        // t[::-2]
+      {{2, 3, 4}, {2, 2, 2}, {12, 4, 2}, 5}, // t[:, 1:3, 1::2]
+      {{6}, {0}, {1}, 0},                   // nothing picked
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.base.str() + " -> " + c.picked.str());
+    Tensor t = from_vector(iota(c.base.numel()), c.base);
+    std::vector<float> want = iota(c.base.numel());
+    const std::vector<float> v = iota(c.picked.numel(), 100.0f);
+    for (std::int64_t i = 0; i < c.picked.numel(); ++i) {
+      std::int64_t rest = i, at = c.offset;
+      for (int d = c.picked.ndim() - 1; d >= 0; --d) {
+        at += (rest % c.picked[d]) * c.strides[static_cast<std::size_t>(d)];
+        rest /= c.picked[d];
+      }
+      want[static_cast<std::size_t>(at)] = v[static_cast<std::size_t>(i)];
+    }
+    assign_strided_(t, c.picked, c.strides, c.offset, from_vector(v, c.picked));
+    EXPECT_EQ(t.to_vector<float>(), want);
+  }
+  // A value read from t itself is read before anything is written.
+  Tensor t = from_vector(iota(6), {2, 3});
+  assign_strided_(t, {2}, {3}, 0, strided(t, {2}, {3}, 2));  // t[:, 0] = t[:, 2]
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{2, 1, 2, 5, 4, 5}));
+  // Bool and integer tensors.
+  Tensor m = zeros({2, 2}, {DType::b8});
+  assign_strided_(m, {2}, {2}, 1, from_vector(std::vector<bool>{true, true}));
+  EXPECT_EQ(m.to_vector<bool>(), (std::vector<bool>{false, true, false, true}));
+  // Refused before anything is queued: a map that reaches an element twice,
+  // one outside t, a value of another shape or dtype, autograd.
+  const Tensor two = from_vector(std::vector<float>{1, 2}), four = from_vector(iota(4), {2, 2});
+  Tensor leaf = zeros({4});
+  leaf.set_requires_grad();
+  eng().wait_all();
+  EXPECT_REJECTED(ShapeError, assign_strided_(t, {2}, {0}, 0, two));
+  EXPECT_REJECTED(ShapeError, assign_strided_(t, {2, 2}, {1, 1}, 0, four));
+  EXPECT_REJECTED(ShapeError, assign_strided_(t, {2}, {5}, 2, two));
+  EXPECT_REJECTED(ShapeError, assign_strided_(t, {3}, {2}, 0, two));
+  EXPECT_REJECTED(DTypeError, assign_strided_(m, {2}, {2}, 0, two));
+  EXPECT_REJECTED(UsageError, assign_strided_(leaf, {2}, {2}, 0, two));
+}
+
 TEST_P(PartViewsTest, AViewKeepsItsBlockAlive) {
   Tensor row;
   {

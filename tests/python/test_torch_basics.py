@@ -411,6 +411,35 @@ def test_logical_ops_any_and_all_as_in_torch():
         (t > 0) & 1
 
 
+def test_assignment_through_columns_and_steps_as_in_numpy():
+    rng = np.random.default_rng(8)
+    a = rng.normal(size=(5, 6)).astype(np.float32)
+    x = tide.tensor(a)
+    keys = [(slice(None), 0), (slice(None), slice(1, 5, 2)), (slice(None, None, 2),), (slice(None, None, -2), -1),
+            (slice(1, 4), slice(None, None, -1)), (Ellipsis, 3)]
+    for i, key in enumerate(keys):
+        value = rng.normal(size=a[key].shape).astype(np.float32)
+        x[key] = tide.tensor(value)
+        a[key] = value
+        np.testing.assert_array_equal(x.numpy(), a, err_msg=str(key))
+        x[key] = float(i)  # a number, broadcast
+        a[key] = float(i)
+        np.testing.assert_array_equal(x.numpy(), a, err_msg=str(key))
+    x[:, 2] += 100  # read as a copy, added to, written back
+    a[:, 2] += 100
+    x[:, 3] = x[:, 4]  # a value read from t itself
+    a[:, 3] = a[:, 4]
+    x[:, :2] = tide.tensor(a[0, :2])  # broadcast along the rows
+    a[:, :2] = a[0, :2]
+    np.testing.assert_array_equal(x.numpy(), a)
+    m = tide.zeros([3, 3], dtype="bool")  # bool and integer tensors too
+    m[:, 1] = True
+    assert m.tolist() == [[False, True, False]] * 3
+    n = tide.zeros([4], dtype="i64")
+    n[::3] = 2 ** 40
+    assert n.tolist() == [2 ** 40, 0, 0, 2 ** 40]
+
+
 def test_bool_tensors_with_torch_and_safetensors(tmp_path):
     m = tide.tensor([[True, False], [False, True]])
     tide.save(str(tmp_path / "m.safetensors"), {"m": m})

@@ -158,6 +158,18 @@ struct CpuMaps {
     });
   }
 
+  /// gather's walk, writing into the input's places instead of reading them.
+  template <typename T>
+  static void scatter(const void* in, void* out, const StridedMap& m, void*) {
+    const T* x = static_cast<const T*>(in);
+    T* o = static_cast<T*>(out);
+    walk_rows(m, [&](std::int64_t off, std::int64_t n, std::int64_t s, std::int64_t done) {
+      T* os = o + off;
+      const T* xs = x + done;
+      for (std::int64_t i = 0; i < n; ++i) os[i * s] = xs[i];
+    });
+  }
+
   /// gather's walk, adding into the input's places instead of reading them
   /// (in index order, so sums over a zero stride are reproducible).
   template <typename T>

@@ -201,6 +201,13 @@ __global__ void scatter_add_kernel(const T* in, T* out, StridedMap m, Index n) {
   }
 }
 
+/// out[at(i)] = in[i]: a map that reaches each element once.
+template <typename T, typename Index>
+__global__ void scatter_kernel(const T* in, T* out, StridedMap m, Index n) {
+  const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
+  for (Index i = first; i < n; i += stride) out[strided_at(m, i)] = in[i];
+}
+
 /// out[o, i, j] = in[o, index[i], j], a thread per output element.
 template <typename T, typename I>
 __global__ void index_select_kernel(const T* in, const I* index, T* out, std::int64_t len, std::int64_t count,
@@ -345,6 +352,22 @@ struct CudaMaps {
     if (n == 0) return;
     index_add_kernel<T, I><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
         static_cast<const T*>(in), static_cast<const I*>(index), static_cast<T*>(out), len, count, inner, n);
+    TIDE_CUDA_LAUNCH_CHECK();
+  }
+
+  template <typename T>
+  static void scatter(const void* in, void* out, const StridedMap& m, void* stream) {
+    const std::int64_t n = m.numel();
+    if (n == 0) return;
+    std::int64_t reach = m.offset;
+    for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
+    const auto* x = static_cast<const T*>(in);
+    auto* o = static_cast<T*>(out);
+    if (n <= kMax32 && reach <= kMax32)
+      scatter_kernel<T, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+          x, o, m, static_cast<std::int32_t>(n));
+    else
+      scatter_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
     TIDE_CUDA_LAUNCH_CHECK();
   }
 

@@ -81,6 +81,16 @@ Tensor index_add(const Tensor& a, int axis, const Tensor& index, const Tensor& s
 Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
                std::int64_t offset, Loc loc = Loc::current());
 
+/// Writes `value` (of `shape`, a's dtype and device) into the elements of a
+/// that strided(a, shape, strides, offset) picks, in place: numpy's
+/// t[:, j] = v and t[::2] = v, one op (a view's elements are written by
+/// copy_ into the view instead). The strides must reach each element at
+/// most once (no zero stride over an extent above 1, no overlapping axes):
+/// tide::ShapeError otherwise, as for an element outside a. In-place, so not
+/// recorded: refused while grad mode is on and a or value needs a gradient.
+void assign_strided_(Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
+                     const Tensor& value, Loc loc = Loc::current());
+
 /// The tensors joined along `axis` (negative counts from the end): same
 /// dtype, device and rank, equal extents on every other axis. A new tensor;
 /// each input's gradient is its slice of the result's.
