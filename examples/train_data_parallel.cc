@@ -115,6 +115,18 @@ tide::Device pick_device(tide::Runtime& rt, const std::string& mode, std::string
   return tide::cpu(0);
 }
 
+/// Whether any two ranks of the job share a GPU (decided together, one
+/// small all-reduce). Such ranks take turns on the GPU, and a collective
+/// waits for the other context's turn, so each costs milliseconds: one
+/// bucket per step then beats the small first bucket, whose overlap the
+/// turns take away.
+bool gpus_shared(tide::Runtime& rt, tide::Device device) {
+  if (!device.is_cuda()) return false;
+  tide::Tensor any = tide::from_vector(std::vector<std::int32_t>{rt.gpu_sharing().node_shares() ? 1 : 0});
+  rt.world().all_reduce_(any, tide::ReduceOp::max);
+  return any.item<std::int32_t>() != 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,10 +167,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 0.999999));
   app.add_option("--bucket-mb", c.bucket_mb, "gradient bucket cap in MiB")->capture_default_str()->check(number_above(0, false));
-  app.add_option("--first-bucket-mb", c.first_bucket_mb,
-                 "cap in MiB of the first gradient bucket (the last layers', whose gradients come first), so that "
-                 "communication starts early in backward; at most --bucket-mb; 0: the same cap as the others")
-      ->capture_default_str()->check(number_above(0, true));
+  CLI::Option* first_bucket =
+      app.add_option("--first-bucket-mb", c.first_bucket_mb,
+                     "cap in MiB of the first gradient bucket (the last layers', whose gradients come first), so "
+                     "that communication starts early in backward; at most --bucket-mb; 0: the same cap as the "
+                     "others (the default when ranks share a GPU)")
+          ->capture_default_str()->check(number_above(0, true));
   app.add_option("--lookahead", c.lookahead, "steps the frontend may run ahead (0: no cap on steps; the caps on queued memory stay)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--log-every", c.log_every, "steps between progress lines")->capture_default_str()->check(at_least(1));
@@ -229,6 +243,7 @@ int main(int argc, char** argv) {
                                         : load_mnist(data_dir);
     std::string why_cpu;
     c.device = pick_device(*rt, device, why_cpu);
+    if (first_bucket->count() == 0 && gpus_shared(*rt, c.device)) c.first_bucket_mb = 0;
     // On a terminal the header and summary are broken to its width, so no
     // line wraps; in a file or a pipe each stays one line, for grep.
     const bool terminal = ::isatty(STDOUT_FILENO) && !tide::launched_by_mpi();

@@ -149,6 +149,13 @@ step train_cuda_b4096 120 "$ex/train_data_parallel" --device cuda --batch 4096 -
 # Two ranks on the one GPU, as scripts/run.sh starts them (defaults).
 step train_cuda_np2 240 "$root/launch/tiderun" --local -np 2 "$ex/train_data_parallel" --max-steps 600 --no-trace \
   --progress lines --json "$res/train_cuda_np2.json" || status=1
+# Beside it, what the default on a shared GPU (one gradient bucket) is
+# weighed against: the small first bucket (two collectives a step), and the
+# ranks left unbound (Open MPI binds each of 2 ranks to one core).
+step train_cuda_np2_two_buckets 240 "$root/launch/tiderun" --local -np 2 "$ex/train_data_parallel" --max-steps 600 \
+  --first-bucket-mb 1 --no-trace --progress lines --json "$res/train_cuda_np2_two_buckets.json" || status=1
+step train_cuda_np2_unbound 240 "$root/launch/tiderun" --local -np 2 --bind-to none "$ex/train_data_parallel" \
+  --max-steps 600 --no-trace --progress lines --json "$res/train_cuda_np2_unbound.json" || status=1
 if [ "$have_torch" -eq 1 ]; then
   step torch_async_basics 180 python3 "$root/examples/peers/torch_async_basics.py" --device cuda:0 \
     --json "$res/torch_async_basics.json"
