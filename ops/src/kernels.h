@@ -178,7 +178,7 @@ struct Creation {
 // ---------------------------------------------------------------------------
 // Reductions over a tensor viewed as [outer, len, inner] into [outer, inner].
 
-enum class ReduceOp { sum, mean, max };
+enum class ReduceOp { sum, mean, max, min };
 
 struct Reduction {
   void (*reduce)(ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,

@@ -231,4 +231,18 @@ Tensor argmax(const Tensor& a, int axis, DType index, Loc loc) {
       loc);
 }
 
+/// argmax of a map that reverses the order and keeps ties and the first
+/// NaN: -a for floats, ~a = -a - 1 for integers (wrapping, so no value
+/// collides).
+Tensor argmin(const Tensor& a, int axis, DType index, Loc loc) {
+  const char* name = "argmin";
+  engine_for(name, a);
+  if (a.dtype() == DType::b8) throw DTypeError(op_prefix(name) + "takes numbers, not a bool tensor");
+  normalize_axis(name, a, axis);
+  if (index != DType::i32 && index != DType::i64)
+    throw DTypeError(op_prefix(name) + "indices are i32 or i64, not " + dtype_name(index));
+  const Tensor reversed = is_floating(a.dtype()) ? neg(a, loc) : sub(neg(a, loc), 1.0, loc);
+  return argmax(reversed, axis, index, loc);
+}
+
 }  // namespace tide

@@ -2,7 +2,7 @@
 // (cpu/reduction.cc) and the CUDA ones (cuda/reduction_kernels.cu) combine
 // with the same structs. f32 and f64 sum into a double, i32 and i64 into an
 // int64 (wrapping around);
-// max keeps T and lets a NaN win.
+// max and min keep T and let a NaN win.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,20 @@ struct MaxOp {
   TIDE_HOST_DEVICE static T combine(T best, T v) {
     if constexpr (std::is_floating_point_v<T>) return (v > best || v != v) ? v : best;
     else return v > best ? v : best;
+  }
+};
+
+/// The smaller of two values, as MaxOp the larger: a NaN wins.
+template <typename T>
+struct MinOp {
+  using Acc = T;
+  TIDE_HOST_DEVICE static T identity() {
+    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+    else return std::numeric_limits<T>::max();
+  }
+  TIDE_HOST_DEVICE static T combine(T best, T v) {
+    if constexpr (std::is_floating_point_v<T>) return (v < best || v != v) ? v : best;
+    else return v < best ? v : best;
   }
 };
 

@@ -47,7 +47,7 @@ Extents extents_along(const Shape& s, int axis) {
 Tensor reduce(const char* name, ReduceOp op, Engine& e, const Tensor& a, const Shape& out_shape,
               Extents x, Loc loc) {
   if (op == ReduceOp::mean) check_floating(name, a.dtype());
-  if (op == ReduceOp::max && x.len == 0)
+  if ((op == ReduceOp::max || op == ReduceOp::min) && x.len == 0)
     throw ValueError(op_prefix(name) + "no elements to reduce in a tensor of shape " +
                      a.shape().str());
   const auto fn = kernels::kernel_for(name, a.device(), kernels::reduction(a.device()).reduce);
@@ -60,6 +60,8 @@ Tensor reduce(const char* name, ReduceOp op, Engine& e, const Tensor& a, const S
       loc, -1, true);
 }
 
+/// min's gradient is max's rule (shared among the elements equal to the
+/// result, NaN where it is NaN), which reads only the result.
 autograd::Reduce grad_kind(ReduceOp op) {
   return op == ReduceOp::sum ? autograd::Reduce::sum : op == ReduceOp::mean ? autograd::Reduce::mean
                                                                              : autograd::Reduce::max;
@@ -124,5 +126,7 @@ Tensor mean(const Tensor& a, Loc loc) { return reduce_all("mean", ReduceOp::mean
 Tensor mean(const Tensor& a, int axis, Loc loc) { return reduce_along("mean", ReduceOp::mean, a, axis, loc); }
 Tensor max(const Tensor& a, Loc loc) { return reduce_all("max", ReduceOp::max, a, loc); }
 Tensor max(const Tensor& a, int axis, Loc loc) { return reduce_along("max", ReduceOp::max, a, axis, loc); }
+Tensor min(const Tensor& a, Loc loc) { return reduce_all("min", ReduceOp::min, a, loc); }
+Tensor min(const Tensor& a, int axis, Loc loc) { return reduce_along("min", ReduceOp::min, a, axis, loc); }
 
 }  // namespace tide

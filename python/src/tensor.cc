@@ -402,6 +402,13 @@ void bind_tensors(py::module_& m) {
       py::arg("a"), py::arg("axis"), py::arg("dtype") = "i64",
       "the index of the largest element along axis: i64 (as torch's) or i32");
   m.def(
+      "min", [](const Tensor& a, std::optional<int> axis) { return axis ? min(a, *axis, here()) : min(a, here()); },
+      py::arg("a"), py::arg("axis") = py::none());
+  m.def(
+      "argmin", [](const Tensor& a, int axis, const std::string& dt) { return argmin(a, axis, parse_dtype(dt), here()); },
+      py::arg("a"), py::arg("axis"), py::arg("dtype") = "i64",
+      "the index of the smallest element along axis: i64 (as torch's) or i32");
+  m.def(
       "matmul", [](const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul(a, b, ta, tb, here()); }, py::arg("a"),
       py::arg("b"), py::arg("trans_a") = false, py::arg("trans_b") = false);
   m.def(

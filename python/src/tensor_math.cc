@@ -103,6 +103,17 @@ py::object max_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
   return py::make_tuple(v, i);
 }
 
+/// t.min() and t.min(dim), as max_of.
+py::object min_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  const Tensor v = reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return min(a, l); },
+                          [](const Tensor& a, int ax, Loc l) { return min(a, ax, l); });
+  if (!dim) return py::cast(v);
+  const int axis = axis_of(t, *dim);
+  Tensor i = argmin(t, axis, DType::i64, here());
+  if (keepdim) i = unsqueeze(i, axis);
+  return py::make_tuple(v, i);
+}
+
 /// A tensor or a Python number as the other operand of a binary op.
 template <typename WithTensor, typename WithScalar>
 Tensor either(const Tensor& a, const py::object& b, WithTensor wt, WithScalar ws) {
@@ -210,6 +221,10 @@ void bind_tensor_math(py::module_& m) {
            "the largest element; along dim, (values, indices) as torch's (indices in i64)")
       .def("argmax", [](const Tensor& t, int dim) { return argmax(t, axis_of(t, dim), DType::i64, here()); },
            py::arg("dim"), "the index of the largest element along dim (i64, as torch's)")
+      .def("min", &min_of, py::arg("dim") = none, py::arg("keepdim") = false,
+           "the smallest element; along dim, (values, indices) as torch's (indices in i64)")
+      .def("argmin", [](const Tensor& t, int dim) { return argmin(t, axis_of(t, dim), DType::i64, here()); },
+           py::arg("dim"), "the index of the smallest element along dim (i64, as torch's)")
       .def("exp", [](const Tensor& t) { return exp(t, here()); })
       .def("log", [](const Tensor& t) { return log(t, here()); })
       .def("neg", [](const Tensor& t) { return neg(t, here()); })

@@ -84,6 +84,8 @@ inline std::vector<GradCase> grad_cases() {
   c.push_back({"mean axis", {{3, 4}}, [](V x) { return mean(x[0], -1); }});
   c.push_back({"max", {{3, 4}}, [](V x) { return max(x[0]); }});
   c.push_back({"max axis", {{3, 4}}, [](V x) { return max(x[0], 0); }});
+  c.push_back({"min", {{3, 4}}, [](V x) { return min(x[0]); }});
+  c.push_back({"min axis", {{3, 4}}, [](V x) { return min(x[0], 1); }});
   c.push_back({"reshape and friends", {{2, 6}}, [](V x) {
                  return squeeze(unsqueeze(reshape(flatten(x[0]), {3, 4}), 1), 1) * x[0].shape()[0];
                }});

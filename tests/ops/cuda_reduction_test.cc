@@ -40,13 +40,16 @@ std::vector<Case> cases() {
   return out;
 }
 
-enum class Red { sum, mean, max };
-const char* red_name(Red r) { return r == Red::sum ? "sum" : r == Red::mean ? "mean" : "max"; }
+enum class Red { sum, mean, max, min };
+const char* red_name(Red r) {
+  return r == Red::sum ? "sum" : r == Red::mean ? "mean" : r == Red::max ? "max" : "min";
+}
 
 Tensor reduce(Red r, const Tensor& t, const Case& c) {
   switch (r) {
     case Red::sum: return c.axis ? sum(t, *c.axis) : sum(t);
     case Red::mean: return c.axis ? mean(t, *c.axis) : mean(t);
+    case Red::min: return c.axis ? min(t, *c.axis) : min(t);
     case Red::max: break;
   }
   return c.axis ? max(t, *c.axis) : max(t);
@@ -108,15 +111,15 @@ TEST_P(CudaReductionTest, MatchesCpu) {
       std::vector<T> v = random_values<T>(static_cast<std::size_t>(c.shape.numel()), 70, -lim, lim);
       Tensor ct = from_vector(v, c.shape), gt = to_gpu(v, c.shape);
       const auto [len, mag] = magnitudes(v, c);
-      for (Red r : {Red::sum, Red::mean, Red::max}) {
+      for (Red r : {Red::sum, Red::mean, Red::max, Red::min}) {
         if (r == Red::mean && !std::is_floating_point_v<T>) continue;
-        if (r == Red::max && len == 0) continue;  // refused on the frontend (below)
+        if ((r == Red::max || r == Red::min) && len == 0) continue;  // refused on the frontend (below)
         const std::string what = std::string(red_name(r)) + " " + dtype_name(dt) + " " + describe(c);
         Tensor g = reduce(r, gt, c), cr = reduce(r, ct, c);
         EXPECT_EQ(g.device(), cuda(0)) << what;
         EXPECT_EQ(g.dtype(), cr.dtype()) << what;
         EXPECT_EQ(g.shape(), cr.shape()) << what;
-        if (r == Red::max || std::is_integral_v<T>) {
+        if (r == Red::max || r == Red::min || std::is_integral_v<T>) {
           // Random floats are never +-0, so the sign of a zero tie never shows.
           expect_exact(g.to_vector<T>(), cr.to_vector<T>(), what);
         } else {
@@ -160,6 +163,7 @@ TEST_P(CudaReductionTest, NaNPropagates) {
     v[static_cast<std::size_t>(at)] = nan;
     Tensor g = to_gpu(v);
     EXPECT_TRUE(std::isnan(max(g).item<float>())) << "max, NaN at " << at;
+    EXPECT_TRUE(std::isnan(min(g).item<float>())) << "min, NaN at " << at;
     EXPECT_TRUE(std::isnan(sum(g).item<float>())) << "sum, NaN at " << at;
   }
   // Along an axis only the outputs whose line holds the NaN.

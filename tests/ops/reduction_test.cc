@@ -24,7 +24,7 @@ void for_each_dtype(F f) {
 template <typename T>
 using Acc = std::conditional_t<std::is_integral_v<T>, std::int64_t, double>;
 
-enum class Red { sum, mean, max };
+enum class Red { sum, mean, max, min };
 
 /// Reference reduction of `v` (row-major, shape `s`) along `axis`.
 template <typename T>
@@ -40,7 +40,7 @@ std::vector<T> reference(const std::vector<T>& v, const Shape& s, int axis, Red 
       for (std::int64_t k = 0; k < len; ++k) {
         T x = v[static_cast<std::size_t>((o * len + k) * inner + j)];
         acc += x;
-        best = std::max(best, x);
+        best = r == Red::min ? std::min(best, x) : std::max(best, x);
       }
       if (r == Red::sum) out.push_back(static_cast<T>(acc));
       else if (r == Red::mean) out.push_back(static_cast<T>(static_cast<double>(acc) / static_cast<double>(len)));
@@ -63,6 +63,8 @@ TEST_P(ReductionTest, AllElements) {
     EXPECT_EQ(s.dtype(), dtype_v<T>);
     EXPECT_EQ(s.item<T>(), reference(v, flat, 0, Red::sum)[0]);
     EXPECT_EQ(m.item<T>(), reference(v, flat, 0, Red::max)[0]);
+    EXPECT_EQ(min(a).item<T>(), reference(v, flat, 0, Red::min)[0]);
+    EXPECT_EQ(min(a).dtype(), dtype_v<T>);
     if constexpr (std::is_floating_point_v<T>) {
       EXPECT_EQ(mean(a).item<T>(), reference(v, flat, 0, Red::mean)[0]);
     }
@@ -84,6 +86,7 @@ TEST_P(ReductionTest, AlongEachAxis) {
       EXPECT_EQ(s.device(), cpu(1));
       EXPECT_EQ(s.to_vector<T>(), reference(v, shape, ax, Red::sum));
       EXPECT_EQ(max(a, axis).to_vector<T>(), reference(v, shape, ax, Red::max));
+      EXPECT_EQ(min(a, axis).to_vector<T>(), reference(v, shape, ax, Red::min));
       if constexpr (std::is_floating_point_v<T>) {
         EXPECT_EQ(mean(a, axis).to_vector<T>(), reference(v, shape, ax, Red::mean));
       }
@@ -108,6 +111,18 @@ TEST_P(ReductionTest, EdgeCases) {
   EXPECT_TRUE(std::isnan(max(from_vector(std::vector<float>{1, nan, 3})).item<float>()));
   EXPECT_TRUE(std::isnan(max(from_vector(std::vector<float>{nan, 5, 3})).item<float>()));
   EXPECT_EQ(max(from_vector(std::vector<float>{-5, -2, -3})).item<float>(), -2.0f);
+  EXPECT_TRUE(std::isnan(min(from_vector(std::vector<float>{1, nan, -3})).item<float>()));
+  EXPECT_EQ(min(from_vector(std::vector<float>{5, 2, 3})).item<float>(), 2.0f);
+  // The integers' ends: min of the smallest, argmin through ~a without a collision.
+  constexpr std::int32_t lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+  const Tensor ends = from_vector(std::vector<std::int32_t>{hi, lo, 0, lo}, {1, 4});
+  EXPECT_EQ(min(ends).item<std::int32_t>(), lo);
+  EXPECT_EQ(argmin(ends, 1).to_vector<std::int64_t>(), (std::vector<std::int64_t>{1}));  // the first on ties
+  EXPECT_EQ(argmin(from_vector(std::vector<float>{3, -1, nan, -1}, {1, 4}), 1).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{2}));  // the first NaN, as argmax
+  EXPECT_EQ(argmin(from_vector(std::vector<double>{3, -1, 4, -2, 0, 9}, {2, 3}), 0, DType::i32)
+                .to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{1, 0, 0}));
 }
 
 TEST_P(ReductionTest, SumIsReproducible) {

@@ -47,6 +47,20 @@ def test_reductions_as_methods_with_dim_and_keepdim():
     v, i = t.max(0, keepdim=True)
     assert v.shape == (1, 3, 4) and i.shape == (1, 3, 4)
     np.testing.assert_array_equal(t.argmax(-1).numpy(), a.argmax(-1))
+    # min and argmin, as torch's (the first index on ties).
+    r = np.random.default_rng(9).integers(-3, 3, size=(4, 5)).astype(np.float32)
+    u = tide.tensor(r)
+    assert u.min().item() == r.min() and tide.min(u).item() == r.min()
+    values, indices = u.min(dim=1)
+    np.testing.assert_array_equal(values.numpy(), r.min(1))
+    np.testing.assert_array_equal(indices.numpy(), r.argmin(1))
+    np.testing.assert_array_equal(u.argmin(0).numpy(), r.argmin(0))
+    np.testing.assert_array_equal(tide.argmin(tide.tensor(r.astype(np.int32)), 1).numpy(), r.argmin(1))
+    v, i = u.min(0, keepdim=True)
+    assert v.shape == (1, 5) and i.shape == (1, 5) and i.dtype == "i64"
+    g = tide.tensor([[1.0, -2.0], [-2.0, 5.0]], requires_grad=True)
+    g.min().backward()  # shared between the tied minima, as max's
+    assert g.grad.tolist() == [[0.0, 0.5], [0.5, 0.0]]
     with pytest.raises(IndexError, match="out of range"):
         t.sum(3)
 

@@ -37,15 +37,16 @@ void sum_rows(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   }
 }
 
-template <typename T>
-void max_rows(const T* in, T* out, std::int64_t outer, std::int64_t len, std::int64_t inner) {
+/// max or min (Op: MaxOp or MinOp) along the rows.
+template <typename Op, typename T>
+void extreme_rows(const T* in, T* out, std::int64_t outer, std::int64_t len, std::int64_t inner) {
   for (std::int64_t o = 0; o < outer; ++o) {  // len >= 1 (the frontend checks)
     const T* block = in + o * len * inner;
     T* dst = out + o * inner;
     for (std::int64_t j = 0; j < inner; ++j) dst[j] = block[j];
     for (std::int64_t k = 1; k < len; ++k) {
       const T* row = block + k * inner;
-      for (std::int64_t j = 0; j < inner; ++j) dst[j] = MaxOp<T>::combine(dst[j], row[j]);
+      for (std::int64_t j = 0; j < inner; ++j) dst[j] = Op::combine(dst[j], row[j]);
     }
   }
 }
@@ -56,7 +57,8 @@ void reduce(ReduceOp op, DType dtype, const void* in, void* out, std::int64_t ou
     using T = decltype(tag);
     const T* src = static_cast<const T*>(in);
     T* dst = static_cast<T*>(out);
-    if (op == ReduceOp::max) max_rows(src, dst, outer, len, inner);
+    if (op == ReduceOp::max) extreme_rows<MaxOp<T>>(src, dst, outer, len, inner);
+    else if (op == ReduceOp::min) extreme_rows<functors::MinOp<T>>(src, dst, outer, len, inner);
     else sum_rows(src, dst, outer, len, inner, op == ReduceOp::mean);
   });
 }

@@ -30,13 +30,14 @@ namespace tide::cuda_kernels {
 
 namespace {
 
-enum class Mode { sum, mean, max };
+enum class Mode { sum, mean, max, min };
 
 using functors::MaxOp;
+using functors::MinOp;
 using functors::SumOp;
 
 template <typename T, Mode M>
-using OpOf = std::conditional_t<M == Mode::max, MaxOp<T>, SumOp<T>>;
+using OpOf = std::conditional_t<M == Mode::max, MaxOp<T>, std::conditional_t<M == Mode::min, MinOp<T>, SumOp<T>>>;
 template <typename T, Mode M>
 using AccOf = typename OpOf<T, M>::Acc;
 
@@ -349,6 +350,9 @@ void reduce_dtype(kernels::ReduceOp op, const void* in, void* out, std::int64_t 
     case kernels::ReduceOp::max:
       if (len == 0) throw ValueError("max: no elements to reduce");
       return reduce_t<T, Mode::max>(ti, to, outer, len, inner, s);
+    case kernels::ReduceOp::min:
+      if (len == 0) throw ValueError("min: no elements to reduce");
+      return reduce_t<T, Mode::min>(ti, to, outer, len, inner, s);
     case kernels::ReduceOp::mean:
       if constexpr (std::is_floating_point_v<T>) return reduce_t<T, Mode::mean>(ti, to, outer, len, inner, s);
       else throw DTypeError("mean: needs a floating dtype (f32 or f64)");

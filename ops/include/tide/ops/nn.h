@@ -109,5 +109,8 @@ Tensor log_softmax(const Tensor& a, int axis, Loc loc = Loc::current());
 /// a NaN win). Any number dtype (not bool); the axis must have at least one
 /// element (ValueError otherwise).
 Tensor argmax(const Tensor& a, int axis, DType index = DType::i64, Loc loc = Loc::current());
+/// The index of the smallest element, likewise (the first on ties, the
+/// first NaN if there is one).
+Tensor argmin(const Tensor& a, int axis, DType index = DType::i64, Loc loc = Loc::current());
 
 }  // namespace tide

@@ -28,5 +28,9 @@ Tensor mean(const Tensor& a, int axis, Loc loc = Loc::current());
 /// Needs at least one element along what it reduces.
 Tensor max(const Tensor& a, Loc loc = Loc::current());
 Tensor max(const Tensor& a, int axis, Loc loc = Loc::current());
+/// The smallest element, likewise (a NaN wins; the gradient is shared among
+/// the elements equal to it).
+Tensor min(const Tensor& a, Loc loc = Loc::current());
+Tensor min(const Tensor& a, int axis, Loc loc = Loc::current());
 
 }  // namespace tide
