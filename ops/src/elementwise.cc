@@ -432,6 +432,13 @@ void mul_(Tensor& a, double s, Loc loc) {
   check_in_place("mul_", a);
   with_scalar<BinaryOp::mul, false, true>("mul_", a, s, loc);
 }
+void div_(Tensor& a, const Tensor& b, Loc loc) {
+  binary_in_place<BinaryOp::div>("div_", a, b, loc);
+}
+void div_(Tensor& a, double s, Loc loc) {
+  check_in_place("div_", a);
+  with_scalar<BinaryOp::div, false, true>("div_", a, s, loc);
+}
 
 void copy_(Tensor& dst, const Tensor& src, Loc loc) {
   const char* name = "copy_";

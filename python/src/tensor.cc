@@ -302,6 +302,8 @@ void bind_tensors(py::module_& m) {
       .def("__isub__", [](py::object self, double s) { add_(self.cast<Tensor&>(), -s, here()); return self; })
       .def("__isub__", [](py::object self, const Tensor& b) { sub_(self.cast<Tensor&>(), b, here()); return self; })
       .def("__imul__", [](py::object self, double s) { mul_(self.cast<Tensor&>(), s, here()); return self; })
+      .def("__itruediv__", [](py::object self, double s) { div_(self.cast<Tensor&>(), s, here()); return self; })
+      .def("__itruediv__", [](py::object self, const Tensor& b) { div_(self.cast<Tensor&>(), b, here()); return self; })
       .def("__imul__", [](py::object self, const Tensor& b) { mul_(self.cast<Tensor&>(), b, here()); return self; })
       .def("__neg__", [](const Tensor& a) { return neg(a, here()); })
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b, here()); });

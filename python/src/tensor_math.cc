@@ -143,6 +143,31 @@ py::object compare_or_not(const Tensor& a, const py::object& b, bool equal) {
                          [](const Tensor& x, double s, Loc l) { return ne(x, s, l); }));
 }
 
+/// The in-place methods built of two ops check first, so that a refusal
+/// queues nothing.
+void refuse_recorded(const Tensor& t, const char* name) {
+  t.check_defined(name);
+  if (GradMode::enabled() && t.requires_grad())
+    throw UsageError(std::string(name) + ": an in-place write cannot be recorded for autograd, and this tensor "
+                     "requires a gradient. Run it with grad mode off (tide.no_grad()), as an optimizer step does");
+}
+
+/// An in-place method taking a tensor or a number, returning the tensor.
+template <typename WithTensor, typename WithScalar>
+auto in_place(WithTensor wt, WithScalar ws) {
+  return [wt, ws](py::object self, const py::object& b) {
+    Tensor& t = self.cast<Tensor&>();
+    const Loc loc = here();
+    if (py::isinstance<Tensor>(b)) wt(t, b.cast<const Tensor&>(), loc);
+    else if (PyFloat_Check(b.ptr()) || PyIndex_Check(b.ptr()) || py::hasattr(b, "__float__"))
+      ws(t, py::float_(b).cast<double>(), loc);
+    else
+      throw py::type_error("tide: an in-place op takes a tide.Tensor or a number, not " +
+                           std::string(py::str(py::type::of(b).attr("__name__"))));
+    return self;
+  };
+}
+
 #define TIDE_EITHER(op)                                                                  \
   [](const Tensor& a, const py::object& b) {                                             \
     return either(                                                                       \
@@ -199,6 +224,65 @@ void bind_tensor_math(py::module_& m) {
   tensor
       .def("sum", &sum_of, py::arg("dim") = none, py::arg("keepdim") = false,
            "the sum of every element, or along dim (kept with extent 1 when keepdim)")
+      // torch's method forms of the operators, and its in-place methods
+      // (each returns the tensor itself; refused on a tensor that needs a
+      // gradient while grad mode is on). t[:, j] and t[::2] read copies, so
+      // an in-place method on one of them does not reach t: assign instead
+      // (t[:, j] = v, t[:, j] += x).
+      .def("add", TIDE_EITHER(add), py::arg("other"))
+      .def("sub", TIDE_EITHER(sub), py::arg("other"))
+      .def("mul", TIDE_EITHER(mul), py::arg("other"))
+      .def("div", TIDE_EITHER(div), py::arg("other"))
+      .def("eq", TIDE_EITHER(eq), py::arg("other"))
+      .def("ne", TIDE_EITHER(ne), py::arg("other"))
+      .def("gt", TIDE_EITHER(gt), py::arg("other"))
+      .def("ge", TIDE_EITHER(ge), py::arg("other"))
+      .def("lt", TIDE_EITHER(lt), py::arg("other"))
+      .def("le", TIDE_EITHER(le), py::arg("other"))
+      .def("add_", in_place([](Tensor& t, const Tensor& b, Loc l) { add_(t, b, l); },
+                            [](Tensor& t, double s, Loc l) { add_(t, s, l); }), py::arg("other"))
+      .def("sub_", in_place([](Tensor& t, const Tensor& b, Loc l) { sub_(t, b, l); },
+                            [](Tensor& t, double s, Loc l) { add_(t, -s, l); }), py::arg("other"))
+      .def("mul_", in_place([](Tensor& t, const Tensor& b, Loc l) { mul_(t, b, l); },
+                            [](Tensor& t, double s, Loc l) { mul_(t, s, l); }), py::arg("other"))
+      .def("div_", in_place([](Tensor& t, const Tensor& b, Loc l) { div_(t, b, l); },
+                            [](Tensor& t, double s, Loc l) { div_(t, s, l); }), py::arg("other"))
+      .def("fill_", [](py::object self, double v) {
+             Tensor& t = self.cast<Tensor&>();
+             refuse_recorded(t, "fill_");
+             copy_(t, full(t.shape(), v, {t.dtype(), t.device()}, here()), here());
+             return self;
+           }, py::arg("value"))
+      .def("zero_", [](py::object self) {
+             Tensor& t = self.cast<Tensor&>();
+             refuse_recorded(t, "zero_");
+             copy_(t, zeros(t.shape(), {t.dtype(), t.device()}, here()), here());
+             return self;
+           })
+      .def("copy_", [](py::object self, const Tensor& src) {
+             copy_(self.cast<Tensor&>(), src, here());
+             return self;
+           }, py::arg("src"), "src's values into self (same shape and dtype; across devices too)")
+      .def("masked_fill", [](const Tensor& t, const Tensor& mask, double v) { return where(mask, v, t, here()); },
+           py::arg("mask"), py::arg("value"), "value where mask (broadcast) is true, else self's values")
+      .def("masked_fill_", [](py::object self, const Tensor& mask, double v) {
+             Tensor& t = self.cast<Tensor&>();
+             refuse_recorded(t, "masked_fill_");
+             mask.check_defined("masked_fill_");
+             if (broadcast_shapes(mask.shape(), t.shape()) != t.shape())
+               throw ShapeError("masked_fill_: a mask of shape " + mask.shape().str() +
+                                " does not broadcast to the tensor's shape " + t.shape().str());
+             copy_(t, where(mask, v, t, here()), here());
+             return self;
+           }, py::arg("mask"), py::arg("value"))
+      .def("where", [](const Tensor& t, const Tensor& cond, const py::object& other) {
+             return either(t, other, [&](const Tensor& u, const Tensor& v, Loc l) { return where(cond, u, v, l); },
+                           [&](const Tensor& u, double s, Loc l) { return where(cond, u, s, l); });
+           }, py::arg("condition"), py::arg("other"), "self where condition, else other (torch's Tensor.where)")
+      .def("type_as", [](const Tensor& t, const Tensor& other) { return to_dtype(t, other.dtype(), here()); },
+           py::arg("other"))
+      .def("contiguous", [](py::object self) { return self; },
+           "self: tide's tensors are always contiguous (a column or a step reads as a copy)")
       .def("any", &any_of, py::arg("dim") = none, py::arg("keepdim") = false,
            "whether any element (along dim) is nonzero: a bool tensor")
       .def("all", &all_of, py::arg("dim") = none, py::arg("keepdim") = false,

@@ -454,6 +454,56 @@ def test_assignment_through_columns_and_steps_as_in_numpy():
     assert n.tolist() == [2 ** 40, 0, 0, 2 ** 40]
 
 
+def test_method_forms_and_in_place_methods_as_in_torch():
+    a = np.array([[1.5, -2.0, 0.0], [3.0, -4.0, 0.5]], dtype=np.float32)
+    t = tide.tensor(a)
+    np.testing.assert_array_equal(t.add(1).numpy(), a + 1)
+    np.testing.assert_array_equal(t.sub(t).numpy(), a - a)
+    np.testing.assert_array_equal(t.mul(2.5).numpy(), a * 2.5)
+    np.testing.assert_array_equal(t.div(tide.tensor(a[1])).numpy(), a / a[1])
+    numpy_name = {"eq": "equal", "ne": "not_equal", "gt": "greater", "ge": "greater_equal", "lt": "less",
+                  "le": "less_equal"}
+    for name, np_name in numpy_name.items():
+        got = getattr(t, name)(0.5)
+        assert got.dtype == "bool"
+        np.testing.assert_array_equal(got.numpy(), getattr(np, np_name)(a, 0.5))
+    u = t.clone()
+    assert u.add_(1).mul_(2) is u  # chained, each returning the tensor itself
+    np.testing.assert_array_equal(u.numpy(), (a + 1) * 2)
+    u.sub_(tide.tensor(a)).div_(2)
+    np.testing.assert_array_equal(u.numpy(), ((a + 1) * 2 - a) / 2)
+    u /= 4
+    np.testing.assert_array_equal(u.numpy(), ((a + 1) * 2 - a) / 8)
+    assert u.zero_().tolist() == [[0.0] * 3] * 2 and u.fill_(7).tolist() == [[7.0] * 3] * 2
+    u.copy_(t)
+    np.testing.assert_array_equal(u.numpy(), a)
+    row = t[0]  # a view: in-place methods write through it
+    row.mul_(0)
+    np.testing.assert_array_equal(t.numpy()[0], [0, -0.0, 0])
+    t = tide.tensor(a)
+    np.testing.assert_array_equal(t.masked_fill(t < 0, 0.0).numpy(), np.where(a < 0, 0, a))
+    m = t.clone()
+    m.masked_fill_(tide.tensor([True, False, True]), -1.0)  # a mask broadcast along the rows
+    np.testing.assert_array_equal(m.numpy(), np.where([True, False, True], -1, a))
+    np.testing.assert_array_equal(t.where(t > 0, 0.0).numpy(), np.where(a > 0, a, 0))
+    assert t.type_as(tide.ones([1], dtype="f64")).dtype == "f64" and t.contiguous() is t
+    i = tide.tensor([7, 9])
+    i.div_(2)  # integer division truncates, as tide's integer / does
+    assert i.tolist() == [3, 4]
+    # Refusals queue nothing: a leaf that needs a gradient, a mask that does not fit.
+    leaf = tide.zeros([3], requires_grad=True)
+    row_mask, square = tide.tensor([True, False, True]), tide.ones([2, 2], dtype="bool")
+    before = tide.runtime().stats().ops_pushed
+    for call in (lambda: leaf.fill_(1.0), lambda: leaf.zero_(), lambda: leaf.add_(1.0),
+                 lambda: leaf.masked_fill_(row_mask, 1.0), lambda: m.masked_fill_(square, 0.0), lambda: i.div_(0)):
+        with pytest.raises((tide.UsageError, tide.ShapeError, tide.ValueError)):
+            call()
+    assert tide.runtime().stats().ops_pushed == before
+    with tide.no_grad():
+        leaf.fill_(2.0)
+    assert leaf.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_bool_tensors_with_torch_and_safetensors(tmp_path):
     m = tide.tensor([[True, False], [False, True]])
     tide.save(str(tmp_path / "m.safetensors"), {"m": m})

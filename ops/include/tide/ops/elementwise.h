@@ -109,6 +109,9 @@ void sub_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
 void mul_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
 void add_(Tensor& a, double s, Loc loc = Loc::current());
 void mul_(Tensor& a, double s, Loc loc = Loc::current());
+/// a /= b and a /= s (an integer division by a scalar zero refused at the call).
+void div_(Tensor& a, const Tensor& b, Loc loc = Loc::current());
+void div_(Tensor& a, double s, Loc loc = Loc::current());
 /// a's values as `dtype`, one op (a itself when it already has that dtype).
 /// Into an integer dtype a floating value truncates toward zero, NaN gives
 /// 0, and a value beyond the dtype's range saturates to its bound (an i64
