@@ -92,26 +92,22 @@ Tensor mean_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
 }
 
 /// t.max(): the largest element; t.max(dim): (values, indices), as torch's
-/// (indices in i64).
-py::object max_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
-  const Tensor v = reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return max(a, l); },
-                          [](const Tensor& a, int ax, Loc l) { return max(a, ax, l); });
+/// (indices in i64); and min likewise.
+template <bool Max>
+py::object extreme_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  const Tensor v = reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return Max ? max(a, l) : min(a, l); },
+                          [](const Tensor& a, int ax, Loc l) { return Max ? max(a, ax, l) : min(a, ax, l); });
   if (!dim) return py::cast(v);
   const int axis = axis_of(t, *dim);
-  Tensor i = argmax(t, axis, DType::i64, here());
+  Tensor i = Max ? argmax(t, axis, DType::i64, here()) : argmin(t, axis, DType::i64, here());
   if (keepdim) i = unsqueeze(i, axis);
   return py::make_tuple(v, i);
 }
-
-/// t.min() and t.min(dim), as max_of.
+py::object max_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
+  return extreme_of<true>(t, dim, keepdim);
+}
 py::object min_of(const Tensor& t, std::optional<int> dim, bool keepdim) {
-  const Tensor v = reduce(t, dim, keepdim, [](const Tensor& a, Loc l) { return min(a, l); },
-                          [](const Tensor& a, int ax, Loc l) { return min(a, ax, l); });
-  if (!dim) return py::cast(v);
-  const int axis = axis_of(t, *dim);
-  Tensor i = argmin(t, axis, DType::i64, here());
-  if (keepdim) i = unsqueeze(i, axis);
-  return py::make_tuple(v, i);
+  return extreme_of<false>(t, dim, keepdim);
 }
 
 /// A tensor or a Python number as the other operand of a binary op.

@@ -159,8 +159,10 @@ __global__ void broadcast_kernel(const T* a, const T* b, O* out, BroadcastMap m,
 /// offset + sum_d index_d * stride_d for output element i, the indices
 /// found from i (a division per merged axis).
 ///
-/// gather_kernel: out[i] = in[that offset]; Index 32-bit where both the
-/// output and the input's reach fit, as in broadcast_kernel.
+/// strided_move_kernel: out[i] = in[that offset] (a gather), or, Scatter,
+/// out[that offset] = in[i] (a map that reaches each offset once); Index
+/// 32-bit where both the count and the map's reach fit, as in
+/// broadcast_kernel.
 template <typename Index>
 __device__ __forceinline__ Index strided_at(const StridedMap& m, Index i) {
   Index rest = i, at = static_cast<Index>(m.offset);
@@ -172,10 +174,13 @@ __device__ __forceinline__ Index strided_at(const StridedMap& m, Index i) {
   return at + rest * static_cast<Index>(m.stride[0]);
 }
 
-template <typename T, typename Index>
-__global__ void gather_kernel(const T* in, T* out, StridedMap m, Index n) {
+template <typename T, typename Index, bool Scatter>
+__global__ void strided_move_kernel(const T* in, T* out, StridedMap m, Index n) {
   const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
-  for (Index i = first; i < n; i += stride) out[i] = in[strided_at(m, i)];
+  for (Index i = first; i < n; i += stride) {
+    if constexpr (Scatter) out[strided_at(m, i)] = in[i];
+    else out[i] = in[strided_at(m, i)];
+  }
 }
 
 /// atomicAdd for every dtype: CUDA has no signed 64-bit overload, and a
@@ -187,7 +192,7 @@ __device__ void atomic_add(T* at, T v) {
   else atomicAdd(at, v);
 }
 
-/// out[offset + sum_d index_d * stride_d] += in[i]: gather_kernel's walk
+/// out[offset + sum_d index_d * stride_d] += in[i]: the gather's walk
 /// in reverse. Atomic where the map reaches an element more than once (a
 /// zero stride: the sum's order then varies run to run); a plain add where
 /// each element is reached once (every slice, select and permute).
@@ -199,13 +204,6 @@ __global__ void scatter_add_kernel(const T* in, T* out, StridedMap m, Index n) {
     if constexpr (Atomic) atomic_add(out + at, in[i]);
     else out[at] = functors::Add{}(out[at], in[i]);
   }
-}
-
-/// out[at(i)] = in[i]: a map that reaches each element once.
-template <typename T, typename Index>
-__global__ void scatter_kernel(const T* in, T* out, StridedMap m, Index n) {
-  const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
-  for (Index i = first; i < n; i += stride) out[strided_at(m, i)] = in[i];
 }
 
 /// out[o, i, j] = in[o, index[i], j], a thread per output element.
@@ -258,6 +256,29 @@ inline bool overlaps(const StridedMap& m) {
     span += step[i] * (ext[i] - 1);
   }
   return false;
+}
+
+/// The largest offset a map reaches: every offset lies in [0, reach] (the
+/// strided tensor holds at most 2^63 elements, so this does not overflow).
+std::int64_t reach_of(const StridedMap& m) {
+  std::int64_t reach = m.offset;
+  for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
+  return reach;
+}
+
+/// A gather along m (out contiguous), or a scatter (in contiguous).
+template <typename T, bool Scatter>
+void launch_move(const void* in, void* out, const StridedMap& m, void* stream) {
+  const std::int64_t n = m.numel();
+  if (n == 0) return;
+  const auto* x = static_cast<const T*>(in);
+  auto* o = static_cast<T*>(out);
+  if (n <= kMax32 && reach_of(m) <= kMax32)
+    strided_move_kernel<T, std::int32_t, Scatter><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
+        x, o, m, static_cast<std::int32_t>(n));
+  else
+    strided_move_kernel<T, std::int64_t, Scatter><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
+  TIDE_CUDA_LAUNCH_CHECK();
 }
 
 template <typename T, bool Atomic>
@@ -319,20 +340,7 @@ struct CudaMaps {
 
   template <typename T>
   static void gather(const void* in, void* out, const StridedMap& m, void* stream) {
-    const std::int64_t n = m.numel();
-    if (n == 0) return;
-    // Every offset reached lies in [0, input elements), and the input is no
-    // larger than 2^63; 32-bit indexing needs the largest offset within kMax32.
-    std::int64_t reach = m.offset;
-    for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
-    const auto* x = static_cast<const T*>(in);
-    auto* o = static_cast<T*>(out);
-    if (n <= kMax32 && reach <= kMax32)
-      gather_kernel<T, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
-          x, o, m, static_cast<std::int32_t>(n));
-    else
-      gather_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
-    TIDE_CUDA_LAUNCH_CHECK();
+    launch_move<T, false>(in, out, m, stream);
   }
 
   template <typename T, typename I>
@@ -357,26 +365,14 @@ struct CudaMaps {
 
   template <typename T>
   static void scatter(const void* in, void* out, const StridedMap& m, void* stream) {
-    const std::int64_t n = m.numel();
-    if (n == 0) return;
-    std::int64_t reach = m.offset;
-    for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
-    const auto* x = static_cast<const T*>(in);
-    auto* o = static_cast<T*>(out);
-    if (n <= kMax32 && reach <= kMax32)
-      scatter_kernel<T, std::int32_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(
-          x, o, m, static_cast<std::int32_t>(n));
-    else
-      scatter_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(x, o, m, n);
-    TIDE_CUDA_LAUNCH_CHECK();
+    launch_move<T, true>(in, out, m, stream);
   }
 
   template <typename T>
   static void scatter_add(const void* in, void* out, const StridedMap& m, void* stream) {
     const std::int64_t n = m.numel();
     if (n == 0) return;
-    std::int64_t reach = m.offset;
-    for (int d = 0; d < m.ndim; ++d) reach += (m.extent[d] - 1) * (m.stride[d] > 0 ? m.stride[d] : 0);
+    const std::int64_t reach = reach_of(m);
     const auto* x = static_cast<const T*>(in);
     auto* o = static_cast<T*>(out);
     if (overlaps(m)) launch_scatter_add<T, true>(x, o, m, n, reach, stream);
