@@ -172,6 +172,36 @@ TEST(Collectives, AllGather) {
   check_all_gather<std::int32_t>();
 }
 
+/// Bool tensors are moved (their bytes), never reduced: a pattern of each
+/// rank's own, gathered and broadcast; a reduction refused before anything
+/// is enqueued.
+std::vector<bool> bool_pattern(int rank, std::int64_t n) {
+  std::vector<bool> v(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) v[static_cast<std::size_t>(j)] = (j + rank) % 3 == 0;
+  return v;
+}
+TEST(Collectives, BoolTensorsAreMovedAndNeverReduced) {
+  const int r = world().rank(), p = world().size();
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{7}, std::int64_t{65537}}) {
+    const Tensor g = world().all_gather(from_vector(bool_pattern(r, n)));
+    ASSERT_EQ(g.dtype(), DType::b8);
+    ASSERT_EQ(g.shape(), (Shape{p, n}));
+    const std::vector<bool> got = g.to_vector<bool>();
+    for (int src = 0; src < p; ++src)
+      EXPECT_EQ(std::vector<bool>(got.begin() + src * n, got.begin() + (src + 1) * n), bool_pattern(src, n))
+          << "row " << src << " n=" << n;
+    Tensor b = from_vector(bool_pattern(r, n));
+    world().broadcast_(b, p - 1);
+    EXPECT_EQ(b.to_vector<bool>(), bool_pattern(p - 1, n)) << "n=" << n;
+  }
+  Tensor m = from_vector(bool_pattern(r, 4));
+  rt().wait_all();
+  const auto pushed = rt().stats().ops_pushed;
+  EXPECT_THROW(world().all_reduce_(m, ReduceOp::max), DTypeError);
+  EXPECT_THROW((void)world().all_reduce(m, ReduceOp::sum), DTypeError);
+  EXPECT_EQ(rt().stats().ops_pushed, pushed);
+}
+
 template <typename T>
 void check_reduce_scatter(ReduceOp op) {
   const int r = world().rank(), p = world().size();
