@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine_internal.h"
+#include "mirror_sync.h"
 
 #include "backend.h"
 #include "stream.h"
@@ -152,9 +153,33 @@ void Engine::push(OpDesc&& op) {
   if (kind >= kStreamKinds) throw UsageError("bad stream kind " + std::to_string(kind));
   int stream_index = device_slot(op.device) * kStreamKinds + kind;
   const std::uint64_t push_index = push_count_++;
-  for (int i = 0; i < op.writes.size(); ++i) ++op.writes[i]->var().version;
+  bool mirrored = false;
+  for (int i = 0; i < op.writes.size(); ++i) {
+    VarState& v = op.writes[i]->var();
+    ++v.version;
+    mirrored |= v.mirrored();
+  }
+  if (mirrored && !syncing_mirrors_) [[unlikely]] {
+    submit_and_sync_mirrors(std::move(op), stream_index, push_index);
+    return;
+  }
   submit(std::move(op), stream_index, push_index);
   counters_->pushed.store(push_count_, std::memory_order_relaxed);
+}
+
+void Engine::submit_and_sync_mirrors(OpDesc&& op, int stream_index, std::uint64_t push_index) {
+  const StorageList written = op.writes;  // the op may run and drop them before the copies are pushed
+  submit(std::move(op), stream_index, push_index);
+  counters_->pushed.store(push_count_, std::memory_order_relaxed);
+  // The copies are ordinary pushes, which must not start copies of their
+  // own: sync_after_write walks every mirror a write reaches, once.
+  syncing_mirrors_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{syncing_mirrors_};
+  for (int i = 0; i < written.size(); ++i)
+    if (written[i]->var().mirrored()) sync_after_write(Storage::owner_of(written.shared(i)));
 }
 
 std::string Engine::stream_name(int stream_index) const {

@@ -1,6 +1,7 @@
 // Views (a handle with another shape) and the strided copy that reorders.
 #include <tide/ops/views.h>
 #include <tide/ops/elementwise.h>
+#include <tide/core/mirror.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -198,6 +199,69 @@ Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64
       loc, -1, true);
   if (autograd::wants(a)) autograd::record_strided(out, a, strides, offset, loc);
   return out;
+}
+
+namespace {
+
+/// How a tensor from as_strided follows its source: a gather of the picked
+/// elements into it after the source is written, a scatter back after it
+/// is written (<tide/core/mirror.h>).
+class StridedMirror final : public Mirror {
+ public:
+  StridedMirror(const Tensor& source, std::shared_ptr<const kernels::StridedMap> map, Loc loc)
+      : source_(source.storage()), dtype_(source.dtype()), device_(source.device()), map_(std::move(map)),
+        loc_(loc) {}
+
+  const std::shared_ptr<Storage>& source() const override { return source_; }
+
+  void pull(const std::shared_ptr<Storage>& self) override {
+    move("as_strided (mirror pull)", kernels::elementwise(device_).strided_copy, source_, self);
+  }
+  void push_back(const std::shared_ptr<Storage>& self) override {
+    move("as_strided (mirror write-back)", kernels::elementwise(device_).strided_scatter, self, source_);
+  }
+
+ private:
+  template <typename Fn>
+  void move(const char* name, Fn fn, const std::shared_ptr<Storage>& from, const std::shared_ptr<Storage>& to) {
+    const auto kernel = kernels::kernel_for(name, device_, fn);
+    push_into(
+        current_engine(), name, device_, {from}, {to},
+        [kernel, dt = dtype_, map = map_](const OpContext& ctx) {
+          kernel(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
+        },
+        loc_, true);
+  }
+
+  std::shared_ptr<Storage> source_;
+  DType dtype_;
+  Device device_;
+  std::shared_ptr<const kernels::StridedMap> map_;
+  Loc loc_;
+};
+
+bool reaches_twice(const Shape& shape, const std::vector<std::int64_t>& strides);
+
+}  // namespace
+
+Tensor as_strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset,
+                  Loc loc) {
+  const char* name = "as_strided";
+  engine_of(name, a, "a");
+  const auto map = strided_map(name, a.numel(), shape, strides, offset);
+  if (shape.numel() == 0 || picks_one_run(*map, shape)) return strided(a, shape, strides, offset, loc);
+  if (reaches_twice(shape, strides))
+    throw ShapeError(op_prefix(name) + "shape " + shape.str() + " with strides " + dims_str(strides) +
+                     " reaches some element of a twice; a view that writes back needs each element once (strided() "
+                     "makes a copy)");
+  Tensor out = strided(a, shape, strides, offset, loc);  // the gather that fills the mirror, recorded as strided's
+  attach_mirror(out.storage(), std::make_shared<StridedMirror>(a, map, loc));
+  return out;
+}
+
+bool is_mirror(const Tensor& t) {
+  t.check_defined("is_mirror");
+  return mirror_of(*t.storage()) != nullptr;
 }
 
 namespace {

@@ -200,15 +200,57 @@ Tensor get_by_values(const Tensor& t, const py::object& key_in, Loc loc) {
 }  // namespace
 
 /// t[key]: a view sharing t's storage when the elements picked are one run
-/// in order (t[i], t[a:b], t[i, a:b]), and a copy otherwise (a column, a
-/// step; tide tensors have no strides: see tide::strided). A mask or a
-/// list of indices as the key: get_by_values.
+/// in order (t[i], t[a:b], t[i, a:b]), and a mirror of them otherwise (a
+/// column, a step; tide tensors have no strides: see tide::as_strided). A
+/// mask or a list of indices as the key: get_by_values, a copy.
 Tensor get_item(const Tensor& t, const py::object& key) {
   const Loc loc = here();
   if (py::isinstance<Tensor>(key) || py::isinstance<py::array>(key) || py::isinstance<py::list>(key))
     return get_by_values(t, key, loc);
   const IndexMap m = index_map(t, key);
-  return strided(t, m.shape, m.strides, m.offset, loc);
+  return as_strided(t, m.shape, m.strides, m.offset, loc);
+}
+
+Tensor permuted_view(const Tensor& t, const std::vector<std::int64_t>& order) {
+  t.check_defined("permute");
+  const int nd = t.ndim();
+  if (static_cast<int>(order.size()) != nd)
+    throw ShapeError("permute: " + std::to_string(order.size()) + " axes given for shape " + t.shape().str());
+  std::vector<std::int64_t> from(static_cast<std::size_t>(nd));  // t's row-major strides
+  std::int64_t step = 1;
+  for (int d = nd - 1; d >= 0; --d) {
+    from[static_cast<std::size_t>(d)] = step;
+    step *= t.shape()[d];
+  }
+  std::vector<bool> seen(static_cast<std::size_t>(nd), false);
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  for (std::int64_t a : order) {
+    const std::int64_t ax = a < 0 ? a + nd : a;
+    if (ax < 0 || ax >= nd || seen[static_cast<std::size_t>(ax)]) {
+      std::string o;
+      for (std::int64_t x : order) o += (o.empty() ? "" : ", ") + std::to_string(x);
+      throw ShapeError("permute: order [" + o + "] is not a permutation of the " + std::to_string(nd) +
+                       " axes of shape " + t.shape().str() + " (axis " + std::to_string(a) +
+                       (ax < 0 || ax >= nd ? " is out of range)" : " appears twice)"));
+    }
+    seen[static_cast<std::size_t>(ax)] = true;
+    shape.push_back(t.shape()[static_cast<int>(ax)]);
+    strides.push_back(from[static_cast<std::size_t>(ax)]);
+  }
+  return as_strided(t, shape, strides, 0, here());
+}
+
+Tensor transposed_view(const Tensor& t, int a0, int a1) {
+  t.check_defined("transpose");
+  const int nd = t.ndim();
+  for (int a : {a0, a1})
+    if (a < -nd || a >= nd)
+      throw ShapeError("transpose: axis " + std::to_string(a) + " is out of range for shape " + t.shape().str());
+  std::vector<std::int64_t> order(static_cast<std::size_t>(nd));
+  for (int d = 0; d < nd; ++d) order[static_cast<std::size_t>(d)] = d;
+  std::swap(order[static_cast<std::size_t>(a0 < 0 ? a0 + nd : a0)], order[static_cast<std::size_t>(a1 < 0 ? a1 + nd : a1)]);
+  return permuted_view(t, order);
 }
 
 namespace {

@@ -257,32 +257,22 @@ void bind_tensors(py::module_& m) {
           py::arg("axis") = py::none(), "a view without the axis (of extent 1), or without every axis of extent 1")
       .def("unsqueeze", [](const Tensor& t, int axis) { return unsqueeze(t, axis); }, py::arg("axis"),
            "a view with a new axis of extent 1 before `axis`")
+      .def("transpose", &transposed_view, py::arg("axis0") = -2, py::arg("axis1") = -1,
+           "two axes swapped, as a view (torch's): one sharing the storage when the order of the elements is "
+           "unchanged, a mirror otherwise (see t[key])")
       .def(
-          "transpose", [](const Tensor& t, int a0, int a1) { return transpose(t, a0, a1, here()); },
-          py::arg("axis0") = -2, py::arg("axis1") = -1,
-          "two axes swapped: a copy (a view when only an axis of extent 1 moves)")
-      .def(
-          "permute",
-          [](const Tensor& t, const py::args& order) {
-            std::vector<int> o;
-            for (std::int64_t a : dims_of(order)) {
-              if (a < -t.ndim() || a >= t.ndim())
-                throw ShapeError("permute: axis " + std::to_string(a) + " is out of range for shape " +
-                                 t.shape().str());
-              o.push_back(static_cast<int>(a));
-            }
-            return permute(t, o, here());
-          },
-          "the axes in the given order: a copy (a view when the order of the elements is unchanged)")
+          "permute", [](const Tensor& t, const py::args& order) { return permuted_view(t, dims_of(order)); },
+          "the axes in the given order, as a view (torch's): one sharing the storage when the order of the "
+          "elements is unchanged, a mirror otherwise (see t[key])")
       .def_property_readonly(
           "T",
           [](const Tensor& t) {
             if (t.ndim() < 2) return t;  // as numpy: nothing to reverse
-            std::vector<int> order;
+            std::vector<std::int64_t> order;
             for (int d = t.ndim() - 1; d >= 0; --d) order.push_back(d);
-            return permute(t, order, here());
+            return permuted_view(t, order);
           },
-          "the axes reversed (numpy's .T): a copy (a view when the order of the elements is unchanged)")
+          "the axes reversed (numpy's .T), as a view: a mirror when the order of the elements changes")
       .def("__add__", [](const Tensor& a, double s) { return add(a, s, here()); })
       .def("__add__", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); })
       .def("__radd__", [](const Tensor& a, double s) { return add(a, s, here()); })
@@ -378,9 +368,8 @@ void bind_tensors(py::module_& m) {
       },
       py::arg("a"), py::arg("b"), "the shape of a op b under numpy's broadcasting");
   m.def("reshape", [](const Tensor& t, std::vector<std::int64_t> dims) { return reshape(t, dims); }, py::arg("a"), py::arg("shape"));
-  m.def(
-      "transpose", [](const Tensor& t, int a0, int a1) { return transpose(t, a0, a1, here()); }, py::arg("a"),
-      py::arg("axis0") = -2, py::arg("axis1") = -1);
+  m.def("transpose", &transposed_view, py::arg("a"), py::arg("axis0") = -2, py::arg("axis1") = -1,
+        "a with two axes swapped, as a view (torch.transpose): see Tensor.transpose");
   m.def("add", [](const Tensor& a, const Tensor& b) { return add(a, b, here()); }, py::arg("a"), py::arg("b"));
   m.def("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b, here()); }, py::arg("a"), py::arg("b"));
   m.def("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b, here()); }, py::arg("a"), py::arg("b"));

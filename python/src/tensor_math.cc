@@ -277,8 +277,15 @@ void bind_tensor_math(py::module_& m) {
            }, py::arg("condition"), py::arg("other"), "self where condition, else other (torch's Tensor.where)")
       .def("type_as", [](const Tensor& t, const Tensor& other) { return to_dtype(t, other.dtype(), here()); },
            py::arg("other"))
-      .def("contiguous", [](py::object self) { return self; },
-           "self: tide's tensors are always contiguous (a column or a step reads as a copy)")
+      .def("contiguous", [](py::object self) -> py::object {
+             const Tensor& t = self.cast<const Tensor&>();
+             return is_mirror(t) ? py::cast(copy_to(t, t.device(), here())) : self;
+           },
+           "self, or a copy when self is a mirror (a column, a step, a transpose; see t[key]): the copy follows "
+           "nothing, as torch's contiguous copy")
+      .def("is_contiguous", [](const Tensor& t) { return !is_mirror(t); },
+           "False for a mirror (a column, a step, a transpose: see t[key]), whose elements are not one run of "
+           "the tensor it views; True otherwise")
       .def("any", &any_of, py::arg("dim") = none, py::arg("keepdim") = false,
            "whether any element (along dim) is nonzero: a bool tensor")
       .def("all", &all_of, py::arg("dim") = none, py::arg("keepdim") = false,

@@ -6,6 +6,7 @@
 #include <tide/ops/views.h>
 
 #include "cuda_ops_test_util.h"
+#include "mirror_program.h"
 
 namespace tide::testing {
 namespace {
@@ -97,6 +98,16 @@ TEST_P(CudaViewsTest, PartViewsAtAnyOffsetMatchCpu) {
     return x.to_vector<float>();
   };
   expect_exact(run(to_gpu(v, Shape{n})), run(from_vector(v, Shape{n})), "part views");
+}
+
+TEST_P(CudaViewsTest, MirrorsFollowTheirSourceInStreamOrder) {
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  for (std::uint32_t seed = 5; seed <= 7; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    run_mirror_program(cuda(0), seed, 150);
+    if (HasFatalFailure()) return;
+  }
 }
 
 }  // namespace

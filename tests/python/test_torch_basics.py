@@ -439,7 +439,7 @@ def test_assignment_through_columns_and_steps_as_in_numpy():
         x[key] = float(i)  # a number, broadcast
         a[key] = float(i)
         np.testing.assert_array_equal(x.numpy(), a, err_msg=str(key))
-    x[:, 2] += 100  # read as a copy, added to, written back
+    x[:, 2] += 100  # through a mirror of the column
     a[:, 2] += 100
     x[:, 3] = x[:, 4]  # a value read from t itself
     a[:, 3] = a[:, 4]
@@ -518,3 +518,46 @@ def test_bool_tensors_with_torch_and_safetensors(tmp_path):
     pt = torch.from_dlpack(m)
     assert pt.dtype == torch.bool and pt.tolist() == [[True, False], [False, True]]
     assert tide.from_dlpack(torch.tensor([False, True])).tolist() == [False, True]
+
+
+def test_columns_steps_and_transposes_are_views_both_ways():
+    a = np.arange(20, dtype=np.float32).reshape(4, 5)
+    t = tide.tensor(a)
+    col, steps, tt = t[:, 1], t[::2], t.T
+    assert not col.is_contiguous() and not tt.is_contiguous() and t.is_contiguous() and t[1].is_contiguous()
+    col.zero_()  # an in-place method on a column reaches t, as in torch
+    a[:, 1] = 0
+    np.testing.assert_array_equal(t.numpy(), a)
+    t += 1  # and a write to t reaches every view of it
+    a += 1
+    np.testing.assert_array_equal(col.numpy(), a[:, 1])
+    np.testing.assert_array_equal(steps.numpy(), a[::2])
+    np.testing.assert_array_equal(tt.numpy(), a.T)
+    tt[0].mul_(-1)  # a row of the transpose: row 0 of tt is column 0 of t
+    a[:, 0] *= -1
+    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(col.numpy(), a[:, 1])
+    steps[:, ::-2] += 10  # a mirror of a mirror
+    a[::2][:, ::-2] += 10
+    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(tt.numpy(), a.T)
+    p = t.permute(1, 0)
+    p.copy_(tide.tensor(np.ones((5, 4), dtype=np.float32)))
+    a[:] = 1
+    np.testing.assert_array_equal(t.numpy(), a)
+    np.testing.assert_array_equal(t.transpose(0, 1).numpy(), a.T)
+    c = t[:, 2].contiguous()  # a copy that follows nothing
+    assert c.is_contiguous()
+    c.fill_(7)
+    t.fill_(3)
+    assert c.tolist() == [7, 7, 7, 7] and col.tolist() == [3, 3, 3, 3]
+    # Gradients flow through them as through a copy; in place on one that
+    # needs a gradient is refused, as on any tensor.
+    w = tide.tensor(np.arange(6, dtype=np.float64).reshape(2, 3), requires_grad=True)
+    (w.T * w.T).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * np.arange(6).reshape(2, 3))
+    with pytest.raises(tide.UsageError, match="in-place"):
+        w.T.add_(1)
+    with tide.no_grad():
+        w[:, 0].zero_()
+    np.testing.assert_array_equal(w.detach().numpy(), [[0, 1, 2], [0, 4, 5]])

@@ -238,6 +238,11 @@ class Engine {
   /// for it, so it is claimed with a compare-exchange.
   std::atomic<std::thread::id> frontend_thread_{};
   std::uint64_t push_count_ = 0;
+  /// Pushing the copies that keep mirrors equal to their sources
+  /// (<tide/core/mirror.h>): those pushes start no copies themselves.
+  bool syncing_mirrors_ = false;
+  /// push's tail for an op that writes a mirror or a block with mirrors.
+  void submit_and_sync_mirrors(OpDesc&& op, int stream_index, std::uint64_t push_index);
 };
 
 /// The engine ops use by default: the innermost live EngineScope (a Runtime

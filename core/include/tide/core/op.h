@@ -69,6 +69,7 @@ class StorageList {
   void add(std::shared_ptr<Storage> s);
   int size() const { return n_; }
   Storage* operator[](int i) const { return items_[static_cast<std::size_t>(i)].get(); }
+  const std::shared_ptr<Storage>& shared(int i) const { return items_[static_cast<std::size_t>(i)]; }
   void clear();
 
  private:

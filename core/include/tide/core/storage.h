@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include <tide/core/device.h>
 #include <tide/core/error.h>
@@ -13,6 +14,8 @@
 namespace tide {
 
 class Stream;
+class Storage;
+class Mirror;  // <tide/core/mirror.h>
 
 /// A position on a stream's timeline: done once the stream has completed
 /// `seq` ops. A null stream means "nothing to wait for".
@@ -33,6 +36,15 @@ struct VarState {
   /// autograd compares it to see whether a tensor saved for a backward was
   /// overwritten since.
   std::uint64_t version = 0;
+  /// Set on a mirror's storage: how it follows picked elements of another
+  /// block (<tide/core/mirror.h>).
+  std::shared_ptr<Mirror> mirror;
+  /// The mirrors' storages that follow this block; expired ones are dropped
+  /// when found.
+  std::vector<std::weak_ptr<Storage>> followers;
+  /// Whether an op writing this block makes the engine copy elements to or
+  /// from a mirror.
+  bool mirrored() const { return mirror || !followers.empty(); }
 };
 
 class Storage {
@@ -64,6 +76,11 @@ class Storage {
   /// Where this storage's bytes start in its owner's block.
   std::size_t offset() const { return static_cast<std::size_t>(static_cast<const char*>(data_) -
                                                                 static_cast<const char*>(owner_->data_)); }
+
+  /// The storage that owns `s`'s memory, held: `s` itself, or a view's base.
+  static std::shared_ptr<Storage> owner_of(const std::shared_ptr<Storage>& s) {
+    return s->is_view() ? s->base_ : s;
+  }
 
   /// The owner's state: every view of one block shares it.
   VarState& var() { return owner_->var_; }

@@ -12,10 +12,12 @@
 // storage is a Storage made on the same block (Storage's view constructor),
 // ordered, version-counted and poisoned as the block. Where the picked
 // elements are not one run (a column, a step other than 1 on an axis with
-// more than one element before it, a real transpose) the result is a copy
-// into a new contiguous tensor, one op on the tensor's stream, as MXNet's
-// NDArray does: tide tensors have no strides. An in-place op whose operand
-// overlaps its target in part (x[1:] += x[:-1]) reads a copy of the operand.
+// more than one element before it, a real transpose) these ops return a
+// copy into a new contiguous tensor, one op on the tensor's stream, as
+// MXNet's NDArray does: tide tensors have no strides. as_strided returns a
+// mirror there instead, a view whose writes reach both ways (Python's
+// indexing, .T and transpose use it). An in-place op whose operand overlaps
+// its target in part (x[1:] += x[:-1]) reads a copy of the operand.
 #pragma once
 
 #include <array>
@@ -80,6 +82,24 @@ Tensor index_add(const Tensor& a, int axis, const Tensor& index, const Tensor& s
 /// reached lies outside a.
 Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
                std::int64_t offset, Loc loc = Loc::current());
+
+/// strided()'s elements as a view whatever they are (torch.as_strided, and
+/// what Python's t[:, j], t[::2], t.T and t.transpose return). When they are
+/// one run it is strided()'s view. Otherwise it is a mirror
+/// (<tide/core/mirror.h>): a contiguous tensor of its own that the engine
+/// keeps equal to a's picked elements, in stream order, with one copy op
+/// after each op that writes either side: an in-place op on it changes a,
+/// and it reads a's new values after a is written, as a strided view would.
+/// The strides must reach each element at most once (tide::ShapeError
+/// otherwise: strided() makes a copy there). Differentiable as strided();
+/// in-place ops on it are refused while it needs a gradient, as on any
+/// tensor. A mirror keeps a's storage alive; a view of it (reshape, a row)
+/// is a view of the mirror, and a copy of it (clone, to_numpy) follows
+/// nothing.
+Tensor as_strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
+                  std::int64_t offset = 0, Loc loc = Loc::current());
+/// Whether t is a mirror made by as_strided (or a view of one).
+bool is_mirror(const Tensor& t);
 
 /// Writes `value` (of `shape`, a's dtype and device) into the elements of a
 /// that strided(a, shape, strides, offset) picks, in place: numpy's

@@ -1,0 +1,110 @@
+// as_strided's mirrors: views of elements that are not one run (a column,
+// a transpose, a step), kept equal to their source by one copy op after
+// each write to either side, in stream order. A random program of writes
+// through a block, mirrors, mirrors of mirrors and views of mirrors is
+// checked against a host model; then what each write costs, lifetimes,
+// refusals and autograd.
+#include <tide/core/mirror.h>
+#include <tide/ops/autograd.h>
+#include <tide/ops/reduction.h>
+
+#include "mirror_program.h"
+#include "ops_test_util.h"
+
+namespace tide::testing {
+namespace {
+
+using MirrorTest = OpsTest;
+TIDE_OPS_TEST_SUITE(MirrorTest);
+
+TEST_P(MirrorTest, ARandomProgramOfWritesMatchesAHostModel) {
+  for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    run_mirror_program(cpu(0), seed, 150);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST_P(MirrorTest, OneRunIsAPlainViewAndReachingAnElementTwiceIsRefused) {
+  Tensor m = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
+  Tensor row = as_strided(m, {4}, {1}, 4);
+  EXPECT_TRUE(row.is_same(m));
+  EXPECT_FALSE(is_mirror(row));
+  Tensor col = as_strided(m, {3}, {4}, 1);
+  EXPECT_FALSE(col.is_same(m));
+  EXPECT_TRUE(is_mirror(col));
+  EXPECT_TRUE(is_mirror(reshape(col, {3, 1})));  // a view of a mirror
+  EXPECT_EQ(col.to_vector<float>(), (std::vector<float>{1, 5, 9}));
+  EXPECT_REJECTED(ShapeError, as_strided(m, {3, 4}, {0, 1}, 0));   // every row is row 0
+  EXPECT_REJECTED(ShapeError, as_strided(m, {2, 3}, {1, 1}, 0));   // overlapping axes
+  EXPECT_REJECTED(ShapeError, as_strided(m, {3}, {4}, 9));         // outside
+  EXPECT_EQ(as_strided(m, {0, 4}, {1, 3}, 0).numel(), 0);
+}
+
+TEST_P(MirrorTest, EachWriteCostsOneCopyPerMirrorItReaches) {
+  Tensor m = zeros({4, 4});
+  std::uint64_t before = pushed();
+  add_(m, 1.0);
+  EXPECT_EQ(pushed() - before, 1u);  // no mirror: the op alone
+  Tensor col = as_strided(m, {4}, {4}, 0);
+  Tensor t = as_strided(m, {4, 4}, {1, 4}, 0);
+  before = pushed();
+  add_(m, 1.0);
+  EXPECT_EQ(pushed() - before, 3u);  // the op, a pull into each mirror
+  before = pushed();
+  add_(col, 1.0);
+  EXPECT_EQ(pushed() - before, 3u);  // the op, the write-back, the other mirror's pull
+  EXPECT_EQ(col.to_vector<float>(), (std::vector<float>{3, 3, 3, 3}));
+  EXPECT_EQ(select(t, 0, 0).to_vector<float>(), (std::vector<float>{3, 3, 3, 3}));
+  EXPECT_EQ(select(t, 1, 0).to_vector<float>(), (std::vector<float>{3, 2, 2, 2}));
+  col = Tensor();
+  t = Tensor();
+  before = pushed();
+  add_(m, 1.0);
+  EXPECT_EQ(pushed() - before, 1u);  // dropped mirrors cost nothing
+  EXPECT_TRUE(m.storage()->var().followers.empty());
+}
+
+TEST_P(MirrorTest, AMirrorKeepsItsSourceAliveAndStillWritesIt) {
+  Tensor col;
+  {
+    Tensor m = from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});
+    col = as_strided(m, {2}, {2}, 1);
+  }
+  add_(col, 10.0);
+  EXPECT_EQ(col.to_vector<float>(), (std::vector<float>{12, 14}));
+  const Mirror* mirror = mirror_of(*col.storage());
+  ASSERT_NE(mirror, nullptr);
+  EXPECT_EQ(Tensor(mirror->source(), {2, 2}, DType::f32).to_vector<float>(), (std::vector<float>{1, 12, 3, 14}));
+}
+
+TEST_P(MirrorTest, AutogradThroughAMirrorAndItsWriteCount) {
+  Tensor x = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}).set_requires_grad();
+  Tensor col = as_strided(x, {2}, {3}, 2);
+  EXPECT_TRUE(col.requires_grad());
+  backward(sum(col * col));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, 6, 0, 0, 12}));
+  // In place on a mirror that needs a gradient is refused while recording.
+  EXPECT_REJECTED(UsageError, add_(col, 1.0));
+  // A mirror saved for a backward is pulled when its source is written:
+  // the backward then refuses to run, as for a view sharing the storage.
+  Tensor w = from_vector(std::vector<double>{1, 1}, {2}).set_requires_grad();
+  Tensor base = from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2});
+  Tensor saved = as_strided(base, {2}, {2}, 0);
+  Tensor y = sum(w * saved);
+  {
+    NoGradGuard off;
+    add_(base, 1.0);
+  }
+  EXPECT_REJECTED(UsageError, backward(y));
+  // Grad mode off: a write through the mirror of a leaf reaches the leaf.
+  {
+    NoGradGuard off;
+    Tensor c0 = as_strided(x, {2}, {3}, 0);
+    mul_(c0, 0.0);
+  }
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 2, 3, 0, 5, 6}));
+}
+
+}  // namespace
+}  // namespace tide::testing
