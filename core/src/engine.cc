@@ -168,18 +168,29 @@ void Engine::push(OpDesc&& op) {
 }
 
 void Engine::submit_and_sync_mirrors(OpDesc&& op, int stream_index, std::uint64_t push_index) {
-  const StorageList written = op.writes;  // the op may run and drop them before the copies are pushed
+  // The blocks written, each once, held: the op may run and drop them
+  // before the copies are pushed.
+  std::vector<std::shared_ptr<Storage>> written;
+  for (int i = 0; i < op.writes.size(); ++i) {
+    auto owner = Storage::owner_of(op.writes.shared(i));
+    if (std::find(written.begin(), written.end(), owner) == written.end()) written.push_back(std::move(owner));
+  }
   submit(std::move(op), stream_index, push_index);
   counters_->pushed.store(push_count_, std::memory_order_relaxed);
-  // The copies are ordinary pushes, which must not start copies of their
-  // own: sync_after_write walks every mirror a write reaches, once.
+  // The copies are ordinary pushes, on the stream kind of the op that wrote,
+  // which must not start copies of their own: sync_after_write walks every
+  // mirror the write reaches, once.
+  struct Restore {
+    Engine& e;
+    StreamKind kind;
+    ~Restore() {
+      e.syncing_mirrors_ = false;
+      e.stream_kind_ = kind;
+    }
+  } restore{*this, stream_kind_};
   syncing_mirrors_ = true;
-  struct Reset {
-    bool& flag;
-    ~Reset() { flag = false; }
-  } reset{syncing_mirrors_};
-  for (int i = 0; i < written.size(); ++i)
-    if (written[i]->var().mirrored()) sync_after_write(Storage::owner_of(written.shared(i)));
+  stream_kind_ = static_cast<StreamKind>(stream_index % kStreamKinds);
+  sync_after_write(*this, written);
 }
 
 std::string Engine::stream_name(int stream_index) const {

@@ -166,11 +166,12 @@ void EngineBackend::run_op(OpDesc& op, QueuedOp& q, int stream_index, void* nati
   // Stored only when it changes: the common case (clean in, clean out) then
   // leaves the storage's cache line alone for the frontend.
   // A successful write clears the poison only when it covers the whole
-  // block: a view of part of it leaves the rest as bad as it was.
+  // block: a view of part of it, or a scatter, leaves the rest as bad as
+  // it was.
   for (int i = 0; i < op.writes.size(); ++i) {
     Storage* w = op.writes[i];
     if (poison) w->set_poison(poison);
-    else if (w->poison() && w->covers_owner()) w->set_poison(nullptr);
+    else if (w->poison() && w->covers_owner() && !op.partial_write) w->set_poison(nullptr);
   }
 }
 

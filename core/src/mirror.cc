@@ -15,7 +15,11 @@ void attach_mirror(const std::shared_ptr<Storage>& self, std::shared_ptr<Mirror>
   if (self->is_view()) throw UsageError("attach_mirror: a mirror must own its storage, not be a view of one");
   if (self->var().mirror) throw UsageError("attach_mirror: this storage already is a mirror");
   Storage* source_owner = mirror->source()->owner();
-  if (source_owner == self.get()) throw UsageError("attach_mirror: a storage cannot mirror itself");
+  for (const Storage* s = source_owner; s;) {  // the source's own sources, up to the first block
+    if (s == self.get()) throw UsageError("attach_mirror: a storage cannot mirror itself or one of its mirrors");
+    const Mirror* up = s->var().mirror.get();
+    s = up ? up->source()->owner() : nullptr;
+  }
   auto& followers = source_owner->var().followers;
   std::erase_if(followers, [](const std::weak_ptr<Storage>& f) { return f.expired(); });
   followers.push_back(self);
@@ -24,9 +28,15 @@ void attach_mirror(const std::shared_ptr<Storage>& self, std::shared_ptr<Mirror>
 
 namespace {
 
-/// Pulls every live mirror that follows `owner` except `skip`, then the
-/// mirrors that follow each of those, depth first.
-void pull_followers(Storage& owner, const Storage* skip) {
+bool listed(const std::vector<std::shared_ptr<Storage>>& list, const Storage* s) {
+  for (const auto& x : list)
+    if (x.get() == s) return true;
+  return false;
+}
+
+/// Pulls every live mirror that follows `owner` and is not in `keep`, then
+/// the mirrors that follow each of those, depth first.
+void pull_followers(Engine& e, Storage& owner, const std::vector<std::shared_ptr<Storage>>& keep) {
   auto& followers = owner.var().followers;
   for (std::size_t i = 0; i < followers.size();) {
     std::shared_ptr<Storage> m = followers[i].lock();
@@ -36,23 +46,33 @@ void pull_followers(Storage& owner, const Storage* skip) {
       continue;
     }
     ++i;
-    if (m.get() == skip) continue;
-    m->var().mirror->pull(m);
-    pull_followers(*m, nullptr);
+    if (listed(keep, m.get())) continue;
+    m->var().mirror->pull(e, m);
+    pull_followers(e, *m, keep);
   }
 }
 
 }  // namespace
 
-void sync_after_write(std::shared_ptr<Storage> owner) {
-  const Storage* came_from = nullptr;
-  while (owner) {
-    pull_followers(*owner, came_from);
-    Mirror* m = owner->var().mirror.get();
-    if (!m) return;
-    m->push_back(owner);
-    came_from = owner.get();
-    owner = Storage::owner_of(m->source());
+void sync_after_write(Engine& e, const std::vector<std::shared_ptr<Storage>>& written) {
+  // Up: the written mirrors into their sources, before anything is pulled,
+  // so that no pull reads a source that a later write-back would still
+  // change. Every block reached is the op's result, never pulled over.
+  std::vector<std::shared_ptr<Storage>> reached;
+  for (const auto& w : written) {
+    std::shared_ptr<Storage> s = w;
+    if (listed(reached, s.get())) continue;
+    reached.push_back(s);
+    while (Mirror* m = s->var().mirror.get()) {  // each step again, as each write-back changes the source
+      m->push_back(e, s);
+      s = Storage::owner_of(m->source());
+      if (!listed(reached, s.get())) reached.push_back(s);
+    }
+  }
+  // Down: every other mirror of those blocks, and theirs.
+  for (std::size_t i = 0; i < reached.size(); ++i) {
+    const std::shared_ptr<Storage> s = reached[i];  // held: the loop below may drop followers
+    pull_followers(e, *s, reached);
   }
 }
 

@@ -3,15 +3,19 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include <tide/core/storage.h>
 
 namespace tide {
 
-/// After an op wrote `owner` (a block's owning storage): pulls every mirror
-/// that follows it (and theirs, down the tree); when `owner` is a mirror,
-/// pushes it back into its source and goes on from there, up the tree,
-/// without pulling again the mirror it came from. Each copy is one push.
-void sync_after_write(std::shared_ptr<Storage> owner);
+class Engine;
+
+/// After an op wrote the blocks `written` (owning storages, each once):
+/// pushes every written mirror back into its source, and that source into
+/// its own when it is a mirror, up the tree; then pulls every live mirror
+/// of each block reached that was not itself written or written back, and
+/// the mirrors of those, down the tree. Each copy is one push to `e`.
+void sync_after_write(Engine& e, const std::vector<std::shared_ptr<Storage>>& written);
 
 }  // namespace tide

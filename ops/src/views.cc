@@ -203,6 +203,27 @@ Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64
 
 namespace {
 
+/// Pushes one gather or scatter (`kernel`) along `map` from `from` to `to`;
+/// a scatter writes only the picked elements (OpDesc::partial_write).
+template <typename Kernel>
+void push_moves(Engine& e, const char* name, Device dev, const std::shared_ptr<Storage>& from,
+                const std::shared_ptr<Storage>& to, Kernel kernel, DType dt,
+                std::shared_ptr<const kernels::StridedMap> map, Loc loc, bool scatter) {
+  OpDesc op;
+  op.name = name;
+  op.memory_bound = true;
+  op.launch_only = true;
+  op.partial_write = scatter;
+  op.device = dev;
+  op.fn = [kernel, dt, map = std::move(map)](const OpContext& ctx) {
+    kernel(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
+  };
+  op.reads = {from};
+  op.writes = {to};
+  op.loc = loc;
+  e.push(std::move(op));
+}
+
 /// How a tensor from as_strided follows its source: a gather of the picked
 /// elements into it after the source is written, a scatter back after it
 /// is written (<tide/core/mirror.h>).
@@ -214,23 +235,19 @@ class StridedMirror final : public Mirror {
 
   const std::shared_ptr<Storage>& source() const override { return source_; }
 
-  void pull(const std::shared_ptr<Storage>& self) override {
-    move("as_strided (mirror pull)", kernels::elementwise(device_).strided_copy, source_, self);
+  void pull(Engine& e, const std::shared_ptr<Storage>& self) override {
+    move(e, "as_strided (mirror pull)", kernels::elementwise(device_).strided_copy, source_, self, false);
   }
-  void push_back(const std::shared_ptr<Storage>& self) override {
-    move("as_strided (mirror write-back)", kernels::elementwise(device_).strided_scatter, self, source_);
+  void push_back(Engine& e, const std::shared_ptr<Storage>& self) override {
+    move(e, "as_strided (mirror write-back)", kernels::elementwise(device_).strided_scatter, self, source_, true);
   }
 
  private:
   template <typename Fn>
-  void move(const char* name, Fn fn, const std::shared_ptr<Storage>& from, const std::shared_ptr<Storage>& to) {
+  void move(Engine& e, const char* name, Fn fn, const std::shared_ptr<Storage>& from,
+            const std::shared_ptr<Storage>& to, bool scatter) {
     const auto kernel = kernels::kernel_for(name, device_, fn);
-    push_into(
-        current_engine(), name, device_, {from}, {to},
-        [kernel, dt = dtype_, map = map_](const OpContext& ctx) {
-          kernel(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
-        },
-        loc_, true);
+    push_moves(e, name, device_, from, to, kernel, dtype_, map_, loc_, scatter);
   }
 
   std::shared_ptr<Storage> source_;
@@ -309,13 +326,7 @@ void assign_strided_(Tensor& a, const Shape& shape, const std::vector<std::int64
   }
   const Device dev = a.device();
   const auto fn = kernels::kernel_for(name, dev, kernels::elementwise(dev).strided_scatter);
-  const DType dt = a.dtype();
-  push_into(
-      e, name, dev, {value.storage()}, {a.storage()},
-      [fn, dt, map = std::move(map)](const OpContext& ctx) {
-        fn(dt, ctx.in<void>(0), ctx.out<void>(0), *map, ctx.native_stream);
-      },
-      loc, true);
+  push_moves(e, name, dev, value.storage(), a.storage(), fn, a.dtype(), std::move(map), loc, true);
 }
 
 Tensor detail::strided_scatter_add(const Tensor& src, const Shape& shape, const std::vector<std::int64_t>& strides,

@@ -106,7 +106,15 @@ py::capsule dlpack(const Tensor& src, const py::object& stream, const py::object
                            std::string(py::str(dlpack_device(src))) + ")");
   const Loc loc = here();
   // copy=True asks for bytes of the consumer's own: a copy on the same device.
-  const Tensor t = !copy.is_none() && copy.cast<bool>() ? copy_to(src, src.device(), loc) : src;
+  // A mirror (a column, a step, a transpose: tide::as_strided) is exported as
+  // a copy too: its own bytes are refreshed by the engine whenever its source
+  // is written, unordered with the consumer's reads, and the consumer's
+  // writes would not reach the source.
+  const bool mirror = is_mirror(src);
+  if (mirror && !copy.is_none() && !copy.cast<bool>())
+    throw py::buffer_error("__dlpack__(copy=False): this tensor is a mirror (a column, a step or a transpose of "
+                           "another), which has no bytes of that tensor's to share; export a copy (copy=None or True)");
+  const Tensor t = mirror || (!copy.is_none() && copy.cast<bool>()) ? copy_to(src, src.device(), loc) : src;
   {
     py::gil_scoped_release nogil;
     t.wait_to_read(loc);  // rethrows a producer's failure

@@ -239,7 +239,8 @@ void bind_tensors(py::module_& m) {
           "numpy's view of the values: always a copy (a blocker: waits for them)")
       .def("__getitem__", &get_item,
            "basic indexing (ints, slices, None, ...): a view sharing the storage when the elements picked are "
-           "one run in order (t[i], t[a:b], t[i, a:b]), a copy otherwise")
+           "one run in order (t[i], t[a:b], t[i, a:b]), otherwise a mirror (a column, a step): a tensor of its "
+           "own that the engine keeps equal to them both ways, one copy op per write")
       .def("__setitem__", &set_item,
            "t[key] = value (a tensor broadcast to t[key]'s shape, or a number), for keys that pick one run "
            "in order; others raise IndexError. t[mask] = value with a tensor or numpy array as the key writes "

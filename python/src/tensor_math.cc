@@ -222,9 +222,8 @@ void bind_tensor_math(py::module_& m) {
            "the sum of every element, or along dim (kept with extent 1 when keepdim)")
       // torch's method forms of the operators, and its in-place methods
       // (each returns the tensor itself; refused on a tensor that needs a
-      // gradient while grad mode is on). t[:, j] and t[::2] read copies, so
-      // an in-place method on one of them does not reach t: assign instead
-      // (t[:, j] = v, t[:, j] += x).
+      // gradient while grad mode is on). Through any view, a mirror (t[:, j],
+      // t[::2], t.T) included, they reach the tensor viewed.
       .def("add", TIDE_EITHER(add), py::arg("other"))
       .def("sub", TIDE_EITHER(sub), py::arg("other"))
       .def("mul", TIDE_EITHER(mul), py::arg("other"))

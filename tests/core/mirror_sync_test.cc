@@ -27,15 +27,15 @@ class EveryKth final : public Mirror {
   EveryKth(std::shared_ptr<Storage> source, std::size_t offset, std::size_t step, std::size_t n)
       : source_(std::move(source)), offset_(offset), step_(step), n_(n) {}
   const std::shared_ptr<Storage>& source() const override { return source_; }
-  void pull(const std::shared_ptr<Storage>& self) override {
-    push(current_engine(), "pull", source_->device(), StreamKind::copy, {source_}, {self},
+  void pull(Engine& e, const std::shared_ptr<Storage>& self) override {
+    push(e, "pull", source_->device(), StreamKind::copy, {source_}, {self},
          [o = offset_, s = step_, n = n_](const OpContext& c) {
            busy_us(20);
            for (std::size_t i = 0; i < n; ++i) c.out<std::int64_t>(0)[i] = c.in<std::int64_t>(0)[o + i * s];
          });
   }
-  void push_back(const std::shared_ptr<Storage>& self) override {
-    push(current_engine(), "write_back", source_->device(), StreamKind::copy, {self}, {source_},
+  void push_back(Engine& e, const std::shared_ptr<Storage>& self) override {
+    push(e, "write_back", source_->device(), StreamKind::copy, {self}, {source_},
          [o = offset_, s = step_, n = n_](const OpContext& c) {
            busy_us(20);
            for (std::size_t i = 0; i < n; ++i) c.out<std::int64_t>(0)[o + i * s] = c.in<std::int64_t>(0)[i];
@@ -55,7 +55,7 @@ struct Handle {
 Handle mirror(Engine& e, const Handle& of, std::size_t offset, std::size_t step, std::size_t n) {
   Handle h{buffer(e, of.s->device(), n), {}};
   for (std::size_t i = 0; i < n; ++i) h.at.push_back(of.at[offset + i * step]);
-  std::make_shared<EveryKth>(of.s, offset, step, n)->pull(h.s);  // filled before it follows
+  std::make_shared<EveryKth>(of.s, offset, step, n)->pull(e, h.s);  // filled before it follows
   attach_mirror(h.s, std::make_shared<EveryKth>(of.s, offset, step, n));
   return h;
 }
@@ -112,6 +112,41 @@ TEST_P(MirrorSync, WritesThroughAnySideReachEveryOtherInStreamOrder) {
   EXPECT_TRUE(base.s->var().followers.empty());
 }
 
+TEST_P(MirrorSync, AnOpWritingABlockAndSeveralOfItsMirrorsKeepsEveryWrite) {
+  EngineFixture e(GetParam(), 1);
+  constexpr std::size_t N = 8;
+  Handle base{buffer(*e, cpu(0), N), {}};
+  for (std::size_t i = 0; i < N; ++i) base.at.push_back(i);
+  push(*e, "init", cpu(0), StreamKind::compute, {}, {base.s}, [](const OpContext& c) {
+    for (std::size_t i = 0; i < N; ++i) c.out<std::int64_t>(0)[i] = 0;
+  });
+  Handle evens = mirror(*e, base, 0, 2, 4), odds = mirror(*e, base, 1, 2, 4);
+  Handle quarter = mirror(*e, evens, 0, 2, 2);  // elements 0 and 4
+  Handle whole = mirror(*e, base, 0, 1, N);
+  push(*e, "two_mirrors", cpu(0), StreamKind::compute, {}, {evens.s, odds.s}, [](const OpContext& c) {
+    for (int i = 0; i < 4; ++i) {
+      c.out<std::int64_t>(0)[i] = 1;
+      c.out<std::int64_t>(1)[i] = 2;
+    }
+  });
+  e->wait_all();
+  for (std::size_t i = 0; i < N; ++i) EXPECT_EQ(values(base.s)[i], i % 2 ? 2 : 1) << i;
+  for (std::size_t i = 0; i < N; ++i) EXPECT_EQ(values(whole.s)[i], i % 2 ? 2 : 1) << i;
+  EXPECT_EQ(values(quarter.s)[0], 1);
+  EXPECT_EQ(values(quarter.s)[1], 1);
+  // A mirror and its grandchild in one op: both reach the block.
+  push(*e, "chain", cpu(0), StreamKind::compute, {}, {quarter.s, odds.s}, [](const OpContext& c) {
+    c.out<std::int64_t>(0)[1] = 9;
+    c.out<std::int64_t>(1)[3] = 8;
+  });
+  e->wait_all();
+  EXPECT_EQ(values(base.s)[4], 9);
+  EXPECT_EQ(values(base.s)[7], 8);
+  EXPECT_EQ(values(evens.s)[2], 9);
+  EXPECT_EQ(values(whole.s)[4], 9);
+  EXPECT_EQ(values(whole.s)[7], 8);
+}
+
 TEST_P(MirrorSync, AttachingIsChecked) {
   EngineFixture e(GetParam(), 1);
   auto src = buffer(*e, cpu(0), 4), m = buffer(*e, cpu(0), 2);
@@ -121,6 +156,9 @@ TEST_P(MirrorSync, AttachingIsChecked) {
   attach_mirror(m, std::make_shared<EveryKth>(src, 0, 2, 2));
   EXPECT_NE(mirror_of(*view), nullptr);  // a view of a mirror is one
   EXPECT_THROW(attach_mirror(m, std::make_shared<EveryKth>(src, 1, 2, 2)), UsageError);  // twice
+  auto m2 = buffer(*e, cpu(0), 1);
+  attach_mirror(m2, std::make_shared<EveryKth>(m, 0, 1, 1));
+  EXPECT_THROW(attach_mirror(src, std::make_shared<EveryKth>(m2, 0, 1, 1)), UsageError);  // a cycle
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, MirrorSync, ::testing::Values(EngineKind::async, EngineKind::naive),

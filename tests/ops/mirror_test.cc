@@ -6,6 +6,7 @@
 // refusals and autograd.
 #include <tide/core/mirror.h>
 #include <tide/ops/autograd.h>
+#include <tide/ops/optim.h>
 #include <tide/ops/reduction.h>
 
 #include "mirror_program.h"
@@ -104,6 +105,35 @@ TEST_P(MirrorTest, AutogradThroughAMirrorAndItsWriteCount) {
     mul_(c0, 0.0);
   }
   EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 2, 3, 0, 5, 6}));
+}
+
+TEST_P(MirrorTest, AnOpWritingTwoMirrorsOfOneBlockKeepsBothWrites) {
+  // An optimizer step whose parameter and velocity are two columns of one
+  // block: both write-backs land before either column is pulled again.
+  Tensor s = zeros({3, 2});
+  Tensor p = as_strided(s, {3}, {2}, 0), v = as_strided(s, {3}, {2}, 1);
+  Tensor p_alone = zeros({3}), v_alone = zeros({3});
+  const Tensor g = from_vector(std::vector<float>{1, 2, 3}, {3});
+  for (int i = 0; i < 2; ++i) {
+    sgd_step_(p, g, v, {.lr = 0.5, .momentum = 0.9});
+    sgd_step_(p_alone, g, v_alone, {.lr = 0.5, .momentum = 0.9});
+  }
+  EXPECT_EQ(p.to_vector<float>(), p_alone.to_vector<float>());
+  EXPECT_EQ(v.to_vector<float>(), v_alone.to_vector<float>());
+  const std::vector<float> pv = p_alone.to_vector<float>(), vv = v_alone.to_vector<float>();
+  EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{pv[0], vv[0], pv[1], vv[1], pv[2], vv[2]}));
+}
+
+TEST_P(MirrorTest, AWriteBackDoesNotClearItsSourcesPoison) {
+  Tensor t = zeros({2, 2}, {DType::i32});
+  Tensor col = as_strided(t, {2}, {2}, 0);
+  copy_(t, reshape(div(ones({4}, {DType::i32}), zeros({4}, {DType::i32})), {2, 2}));  // fails on the backend
+  copy_(col, full({2}, 5, {DType::i32}));  // a good write of the whole mirror: its own poison goes
+  EXPECT_EQ(col.to_vector<std::int32_t>(), (std::vector<std::int32_t>{5, 5}));
+  EXPECT_THROW(t.to_vector<std::int32_t>(), BackendError);  // column 1 is still the failed op's
+  copy_(t, full({2, 2}, 7, {DType::i32}));
+  EXPECT_EQ(col.to_vector<std::int32_t>(), (std::vector<std::int32_t>{7, 7}));
+  eng().wait_all();
 }
 
 }  // namespace

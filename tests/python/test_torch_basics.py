@@ -546,6 +546,11 @@ def test_columns_steps_and_transposes_are_views_both_ways():
     a[:] = 1
     np.testing.assert_array_equal(t.numpy(), a)
     np.testing.assert_array_equal(t.transpose(0, 1).numpy(), a.T)
+    exported = np.from_dlpack(t[:, 2])  # a mirror is exported as a copy
+    t.fill_(4)
+    assert exported.tolist() == [1, 1, 1, 1]
+    with pytest.raises(BufferError, match="mirror"):
+        t[:, 2].__dlpack__(copy=False)
     c = t[:, 2].contiguous()  # a copy that follows nothing
     assert c.is_contiguous()
     c.fill_(7)

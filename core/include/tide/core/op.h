@@ -110,6 +110,11 @@ struct OpDesc {
   /// stream records their event first, so that whoever waits for them is
   /// never held up by it. The ops library sets it on every op it pushes.
   bool launch_only = false;
+  /// The kernel writes only some of the elements of its write set (a
+  /// scatter along a strided map): when it succeeds, a block it writes keeps
+  /// the poison an earlier failed write left, since the elements it did not
+  /// write are still that write's.
+  bool partial_write = false;
 };
 
 }  // namespace tide
