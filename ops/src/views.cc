@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -229,9 +230,52 @@ void push_moves(Engine& e, const char* name, Device dev, const std::shared_ptr<S
 /// is written (<tide/core/mirror.h>).
 class StridedMirror final : public Mirror {
  public:
-  StridedMirror(const Tensor& source, std::shared_ptr<const kernels::StridedMap> map, Loc loc)
+  StridedMirror(const Tensor& source, std::shared_ptr<const kernels::StridedMap> map, const Shape& shape,
+                const std::vector<std::int64_t>& strides, std::int64_t offset, Loc loc)
       : source_(source.storage()), dtype_(source.dtype()), device_(source.device()), map_(std::move(map)),
-        loc_(loc) {}
+        shape_(shape), strides_(strides), offset_(offset), loc_(loc) {}
+
+  /// The source's elements as one axis: what compose()'s picks index.
+  Tensor flat_source() const {
+    return Tensor(source_, Shape{static_cast<std::int64_t>(source_->nbytes() / dtype_size(dtype_))}, dtype_);
+  }
+
+  /// A pick (shape, strides, offset) of this mirror (of its own shape) as
+  /// a pick of the source's elements, when it is one: when every axis of
+  /// it steps along one axis of the mirror without carrying into the next.
+  std::optional<std::pair<std::vector<std::int64_t>, std::int64_t>> compose(
+      const Shape& shape, const std::vector<std::int64_t>& strides, std::int64_t offset) const {
+    const int nd = shape_.ndim();
+    std::vector<std::int64_t> cs(static_cast<std::size_t>(nd)), digit(static_cast<std::size_t>(nd));
+    std::int64_t step = 1;
+    for (int k = nd - 1; k >= 0; --k) {
+      cs[static_cast<std::size_t>(k)] = step;
+      step *= shape_[k];
+    }
+    for (int k = 0; k < nd; ++k) {  // offset's index in the mirror
+      digit[static_cast<std::size_t>(k)] = offset / cs[static_cast<std::size_t>(k)];
+      offset %= cs[static_cast<std::size_t>(k)];
+    }
+    std::vector<std::int64_t> lo = digit, hi = digit, out(strides.size(), 0);
+    for (int d = 0; d < shape.ndim(); ++d) {
+      const std::int64_t s = strides[static_cast<std::size_t>(d)], last = shape[d] - 1;
+      if (last == 0 || s == 0) continue;
+      const std::int64_t mag = s < 0 ? -s : s;
+      int k = nd - 1;
+      while (k > 0 && mag >= cs[static_cast<std::size_t>(k - 1)]) --k;  // the axis whose digit s moves
+      if (mag % cs[static_cast<std::size_t>(k)] != 0) return std::nullopt;
+      const std::int64_t by = s / cs[static_cast<std::size_t>(k)];
+      (by < 0 ? lo : hi)[static_cast<std::size_t>(k)] += last * by;
+      out[static_cast<std::size_t>(d)] = by * strides_[static_cast<std::size_t>(k)];
+    }
+    std::int64_t at = offset_;
+    for (int k = 0; k < nd; ++k) {
+      if (lo[static_cast<std::size_t>(k)] < 0 || hi[static_cast<std::size_t>(k)] >= shape_[k]) return std::nullopt;
+      at += digit[static_cast<std::size_t>(k)] * strides_[static_cast<std::size_t>(k)];
+    }
+    return std::make_pair(std::move(out), at);
+  }
+  const Shape& shape() const { return shape_; }
 
   const std::shared_ptr<Storage>& source() const override { return source_; }
 
@@ -254,6 +298,9 @@ class StridedMirror final : public Mirror {
   DType dtype_;
   Device device_;
   std::shared_ptr<const kernels::StridedMap> map_;
+  Shape shape_;  // the pick as given: the mirror's shape, strides and offset in the source's elements
+  std::vector<std::int64_t> strides_;
+  std::int64_t offset_;
   Loc loc_;
 };
 
@@ -271,8 +318,20 @@ Tensor as_strided(const Tensor& a, const Shape& shape, const std::vector<std::in
     throw ShapeError(op_prefix(name) + "shape " + shape.str() + " with strides " + dims_str(strides) +
                      " reaches some element of a twice; a view that writes back needs each element once (strided() "
                      "makes a copy)");
+  // A pick of a whole mirror that is also a pick of its source follows the
+  // source (a.T.T is a view of a; a column of a.T mirrors a): chains of
+  // mirrors, each with its own copy and copy op per write, only where the
+  // picks do not compose (a pick of a reshaped mirror, say).
+  if (const auto* m = dynamic_cast<const StridedMirror*>(mirror_of(*a.storage()));
+      m && !a.storage()->is_view() && a.shape() == m->shape()) {
+    if (auto c = m->compose(shape, strides, offset)) {
+      Tensor out = as_strided(m->flat_source(), shape, c->first, c->second, loc);  // recorded below, as of a
+      if (autograd::wants(a)) autograd::record_strided(out, a, strides, offset, loc);
+      return out;
+    }
+  }
   Tensor out = strided(a, shape, strides, offset, loc);  // the gather that fills the mirror, recorded as strided's
-  attach_mirror(out.storage(), std::make_shared<StridedMirror>(a, map, loc));
+  attach_mirror(out.storage(), std::make_shared<StridedMirror>(a, map, shape, strides, offset, loc));
   return out;
 }
 

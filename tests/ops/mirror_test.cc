@@ -42,6 +42,40 @@ TEST_P(MirrorTest, OneRunIsAPlainViewAndReachingAnElementTwiceIsRefused) {
   EXPECT_EQ(as_strided(m, {0, 4}, {1, 3}, 0).numel(), 0);
 }
 
+TEST_P(MirrorTest, APickOfAMirrorFollowsTheFirstBlockWhereItCan) {
+  Tensor m = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
+  Tensor t = as_strided(m, {4, 3}, {1, 4}, 0);
+  Tensor tt = as_strided(t, {3, 4}, {1, 3}, 0);  // the transpose's transpose: a view of m
+  EXPECT_FALSE(is_mirror(tt));
+  EXPECT_TRUE(tt.is_same(m));
+  Tensor col = as_strided(t, {4}, {3}, 1);  // a column of the transpose: row 1 of m, a view of it
+  EXPECT_TRUE(col.is_same(m));
+  EXPECT_EQ(col.to_vector<float>(), (std::vector<float>{4, 5, 6, 7}));
+  Tensor back = as_strided(t, {3}, {-3}, 6);  // rows 2, 1, 0 of the transpose's column 0 (m[0, 2..0])
+  ASSERT_TRUE(is_mirror(back));
+  EXPECT_EQ(mirror_of(*back.storage())->source(), m.storage());
+  EXPECT_EQ(back.to_vector<float>(), (std::vector<float>{2, 1, 0}));
+  Tensor carry = as_strided(t, {2}, {5}, 0);  // elements 0 and 5 of t cross its rows: no pick of m
+  ASSERT_TRUE(is_mirror(carry));
+  EXPECT_EQ(mirror_of(*carry.storage())->source(), t.storage());
+  EXPECT_EQ(carry.to_vector<float>(), (std::vector<float>{0, 9}));
+  // x = x.T over and over keeps one mirror of m alive, not a chain.
+  Tensor x = m;
+  for (int i = 0; i < 51; ++i) x = as_strided(x, {x.shape()[1], x.shape()[0]}, {1, x.shape()[1]}, 0);
+  EXPECT_TRUE(is_mirror(x));
+  int live = 0;
+  for (const auto& f : m.storage()->var().followers) live += !f.expired();
+  EXPECT_EQ(live, 3);  // t, back and x (carry follows t)
+  add_(m, 1.0);
+  EXPECT_EQ(x.to_vector<float>(), as_strided(m, {4, 3}, {1, 4}, 0).to_vector<float>());
+  // Gradients flow through the composed pick to the mirror it was taken of.
+  Tensor w = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}).set_requires_grad();
+  Tensor wt = as_strided(w, {3, 2}, {1, 3}, 0);
+  Tensor picked_back = as_strided(wt, {2}, {-2}, 3);  // wt[1, 1], wt[0, 1]... elements 3 and 1 of wt
+  backward(sum(picked_back * picked_back));
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{0, 0, 0, 8, 10, 0}));
+}
+
 TEST_P(MirrorTest, EachWriteCostsOneCopyPerMirrorItReaches) {
   Tensor m = zeros({4, 4});
   std::uint64_t before = pushed();

@@ -95,7 +95,9 @@ Tensor strided(const Tensor& a, const Shape& shape, const std::vector<std::int64
 /// in-place ops on it are refused while it needs a gradient, as on any
 /// tensor. A mirror keeps a's storage alive; a view of it (reshape, a row)
 /// is a view of the mirror, and a copy of it (clone, to_numpy) follows
-/// nothing.
+/// nothing. as_strided of a whole mirror is made of the mirror's source
+/// where the two picks compose (a.T.T is a view of a), so that repeated
+/// picks do not build chains of mirrors.
 Tensor as_strided(const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
                   std::int64_t offset = 0, Loc loc = Loc::current());
 /// Whether t is a mirror made by as_strided (or a view of one).
