@@ -171,9 +171,23 @@ void Engine::submit_and_sync_mirrors(OpDesc&& op, int stream_index, std::uint64_
   // The blocks written, each once, held: the op may run and drop them
   // before the copies are pushed.
   std::vector<std::shared_ptr<Storage>> written;
+  bool part_of_a_mirror = false;  // some write covers only part of a mirror's storage
   for (int i = 0; i < op.writes.size(); ++i) {
     auto owner = Storage::owner_of(op.writes.shared(i));
+    part_of_a_mirror |= owner->var().mirror && !op.writes[i]->covers_owner();
     if (std::find(written.begin(), written.end(), owner) == written.end()) written.push_back(std::move(owner));
+  }
+  const bool one_tree = written.size() > 1 && share_a_mirror_tree(written);
+  if (one_tree && part_of_a_mirror) {
+    // Each mirror is written back whole, so the part this op did not write
+    // would land over what it wrote through the other view. Refused with
+    // nothing queued: the version counts and the push index go back.
+    for (int i = 0; i < op.writes.size(); ++i) --op.writes[i]->var().version;
+    --push_count_;
+    throw UsageError(std::string("op '") + op.name +
+                     "' writes part of a mirror (a view of a column, a step or a transpose) and another view of "
+                     "the same tensor; a mirror is written back whole, so one of the writes would be lost. Write "
+                     "them in separate ops");
   }
   submit(std::move(op), stream_index, push_index);
   counters_->pushed.store(push_count_, std::memory_order_relaxed);
@@ -190,7 +204,7 @@ void Engine::submit_and_sync_mirrors(OpDesc&& op, int stream_index, std::uint64_
   } restore{*this, stream_kind_};
   syncing_mirrors_ = true;
   stream_kind_ = static_cast<StreamKind>(stream_index % kStreamKinds);
-  sync_after_write(*this, written);
+  sync_after_write(*this, written, one_tree);
 }
 
 std::string Engine::stream_name(int stream_index) const {

@@ -1,6 +1,7 @@
 // Mirrors: attaching one to its source, and the copies that follow a write.
 #include <tide/core/mirror.h>
 
+#include <algorithm>
 #include <utility>
 
 #include <tide/core/error.h>
@@ -54,7 +55,18 @@ void pull_followers(Engine& e, Storage& owner, const std::vector<std::shared_ptr
 
 }  // namespace
 
-void sync_after_write(Engine& e, const std::vector<std::shared_ptr<Storage>>& written) {
+bool share_a_mirror_tree(const std::vector<std::shared_ptr<Storage>>& owners) {
+  std::vector<const Storage*> roots;
+  for (const auto& o : owners) {
+    const Storage* s = o.get();
+    while (const Mirror* m = s->var().mirror.get()) s = m->source()->owner();
+    if (std::find(roots.begin(), roots.end(), s) != roots.end()) return true;
+    roots.push_back(s);
+  }
+  return false;
+}
+
+void sync_after_write(Engine& e, const std::vector<std::shared_ptr<Storage>>& written, bool pull_written) {
   // Up: the written mirrors into their sources, before anything is pulled,
   // so that no pull reads a source that a later write-back would still
   // change. Every block reached is the op's result, never pulled over.
@@ -69,6 +81,9 @@ void sync_after_write(Engine& e, const std::vector<std::shared_ptr<Storage>>& wr
       if (!listed(reached, s.get())) reached.push_back(s);
     }
   }
+  if (pull_written)
+    for (const auto& w : written)
+      if (Mirror* m = w->var().mirror.get()) m->pull(e, w);
   // Down: every other mirror of those blocks, and theirs.
   for (std::size_t i = 0; i < reached.size(); ++i) {
     const std::shared_ptr<Storage> s = reached[i];  // held: the loop below may drop followers
