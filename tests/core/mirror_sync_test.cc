@@ -60,17 +60,23 @@ Handle mirror(Engine& e, const Handle& of, std::size_t offset, std::size_t step,
   return h;
 }
 
+/// A block of `n` zeros on cpu(0), each element its own index in the model.
+Handle zeroed_block(Engine& e, std::size_t n) {
+  Handle h{buffer(e, cpu(0), n), {}};
+  for (std::size_t i = 0; i < n; ++i) h.at.push_back(i);
+  push(e, "init", cpu(0), StreamKind::compute, {}, {h.s}, [n](const OpContext& c) {
+    for (std::size_t i = 0; i < n; ++i) c.out<std::int64_t>(0)[i] = 0;
+  });
+  return h;
+}
+
 class MirrorSync : public ::testing::TestWithParam<EngineKind> {};
 
 TEST_P(MirrorSync, WritesThroughAnySideReachEveryOtherInStreamOrder) {
   EngineFixture e(GetParam(), 2);
   constexpr std::size_t N = 24;
   std::vector<std::int64_t> model(N);
-  Handle base{buffer(*e, cpu(0), N), {}};
-  for (std::size_t i = 0; i < N; ++i) base.at.push_back(i);
-  push(*e, "init", cpu(0), StreamKind::compute, {}, {base.s}, [](const OpContext& c) {
-    for (std::size_t i = 0; i < N; ++i) c.out<std::int64_t>(0)[i] = 0;
-  });
+  Handle base = zeroed_block(*e, N);
   std::mt19937 gen(7);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
   std::vector<Handle> h{base};
@@ -115,11 +121,7 @@ TEST_P(MirrorSync, WritesThroughAnySideReachEveryOtherInStreamOrder) {
 TEST_P(MirrorSync, AnOpWritingABlockAndSeveralOfItsMirrorsKeepsEveryWrite) {
   EngineFixture e(GetParam(), 1);
   constexpr std::size_t N = 8;
-  Handle base{buffer(*e, cpu(0), N), {}};
-  for (std::size_t i = 0; i < N; ++i) base.at.push_back(i);
-  push(*e, "init", cpu(0), StreamKind::compute, {}, {base.s}, [](const OpContext& c) {
-    for (std::size_t i = 0; i < N; ++i) c.out<std::int64_t>(0)[i] = 0;
-  });
+  Handle base = zeroed_block(*e, N);
   Handle evens = mirror(*e, base, 0, 2, 4), odds = mirror(*e, base, 1, 2, 4);
   Handle quarter = mirror(*e, evens, 0, 2, 2);  // elements 0 and 4
   Handle whole = mirror(*e, base, 0, 1, N);
@@ -150,11 +152,7 @@ TEST_P(MirrorSync, AnOpWritingABlockAndSeveralOfItsMirrorsKeepsEveryWrite) {
 TEST_P(MirrorSync, OverlappingWritesInOneTreeAgreeAndPartWritesAreRefused) {
   EngineFixture e(GetParam(), 1);
   constexpr std::size_t N = 6;
-  Handle base{buffer(*e, cpu(0), N), {}};
-  for (std::size_t i = 0; i < N; ++i) base.at.push_back(i);
-  push(*e, "init", cpu(0), StreamKind::compute, {}, {base.s}, [](const OpContext& c) {
-    for (std::size_t i = 0; i < N; ++i) c.out<std::int64_t>(0)[i] = 0;
-  });
+  Handle base = zeroed_block(*e, N);
   Handle low = mirror(*e, base, 0, 1, 4), high = mirror(*e, base, 2, 1, 4);  // both hold elements 2 and 3
   // One op writes both whole: whichever write-back lands last wins at the
   // shared elements, and every handle agrees with the block afterwards.
