@@ -82,7 +82,10 @@ TEST_P(CudaElementwiseTest, TensorTensorMatchesCpu) {
       for (const auto& [name, fn] : kBinary) {
         Tensor g = fn(ga, gb);
         EXPECT_EQ(g.device(), cuda(0));
-        EXPECT_EQ(g.dtype(), dtype_v<T>);
+        // Comparisons give bool, the rest the operands' dtype.
+        const std::string op = name;
+        const bool comparison = op == "eq" || op == "ne" || op == "gt" || op == "ge" || op == "lt" || op == "le";
+        EXPECT_EQ(g.dtype(), comparison ? DType::b8 : dtype_v<T>) << label(name, dtype_v<T>, n);
         EXPECT_EQ(g.shape(), ga.shape());
         expect_exact(g.to_vector<T>(), values<T>(fn(ca, cb)), label(name, dtype_v<T>, n));
       }

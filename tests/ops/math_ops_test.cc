@@ -64,8 +64,11 @@ TEST_P(MathOpsTest, SmoothFunctionsMatchTheCLibrary) {
       expect_close(sigmoid(a).template to_vector<T>(),
                    reference(v, [](T x) { return T(1) / (T(1) + std::exp(-x)); }), "sigmoid");
       const std::vector<T> s = sigmoid(a).template to_vector<T>();
-      for (std::size_t i = 0; i < s.size(); ++i)
-        if (!std::isnan(v[i])) EXPECT_TRUE(s[i] >= 0 && s[i] <= 1) << v[i];  // never NaN at the extremes
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        if (!std::isnan(v[i])) {
+          EXPECT_TRUE(s[i] >= 0 && s[i] <= 1) << v[i];  // never NaN at the extremes
+        }
+      }
       expect_close(sqrt(a).template to_vector<T>(), reference(v, [](T x) { return std::sqrt(x); }), "sqrt (NaN below 0)");
       const std::vector<T> ab = abs(a).template to_vector<T>();
       EXPECT_FALSE(std::signbit(ab[kN + 1]));  // |-0| is +0
