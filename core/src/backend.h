@@ -144,6 +144,13 @@ class Lane {
   virtual void bind_thread() const = 0;
   /// The native stream the stream's ops launch on.
   virtual void* native() const = 0;
+  /// The frontend, around an op it launches itself (Stream::launch_here):
+  /// makes the lane's device current and returns what restore() puts back
+  /// (-1: nothing), so that the user's current device is left as it was.
+  /// Throws tide::Error when the device cannot be made current. By default
+  /// nothing is switched (a simulated device in the tests).
+  virtual int enter() const { return -1; }
+  virtual void restore(int /*previous*/) const noexcept {}
   /// Worker: after launching op `seq` (and the ops since the last event). A
   /// fault here loses the stream (its completion can no longer be seen).
   virtual Fault record(std::uint64_t seq) = 0;

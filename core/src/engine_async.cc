@@ -85,6 +85,10 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
       running_kernel_here_ = true;
       s.run_here(op);
       running_kernel_here_ = false;
+    } else if (launches_here(*op, s)) {
+      running_kernel_here_ = true;
+      s.launch_here(op);
+      running_kernel_here_ = false;
     } else {
       s.enqueue(op);
     }
@@ -100,6 +104,19 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
     for (int i = 0; i < d.reads.size(); ++i) total += d.reads[i]->nbytes();
     for (int i = 0; i < d.writes.size(); ++i) total += d.writes[i]->nbytes();
     return total <= policy_.inline_op_bytes && s.idle_before(op.seq);
+  }
+
+  /// Whether `op` is launched at once by this thread (Stream::launch_here):
+  /// a memory-bound, launch-only op on a GPU stream that has completed
+  /// everything before it, with nothing to wait for, while nothing is
+  /// traced (a traced op's span needs the worker's timing events). There is
+  /// nothing to run ahead of, and handing it to the worker would put a
+  /// thread's wake-up before its launch. inline_op_bytes 0 turns it off; its
+  /// size does not matter on a GPU, where the launch costs the same.
+  bool launches_here(const QueuedOp& op, const Stream& s) const {
+    const OpDesc& d = op.desc;
+    return !s.on_host() && d.memory_bound && d.launch_only && policy_.inline_op_bytes && !op.nwaits &&
+           !tracing() && s.idle_before(op.seq);
   }
 
   void add_wait(QueuedOp& op, const Stream& self, StreamPoint p) {

@@ -94,6 +94,43 @@ void Stream::run_here(QueuedOp* op) {
   recycle(op);  // at once: this is the thread that reclaims
 }
 
+void Stream::launch_here(QueuedOp* op) {
+  TIDE_INTERNAL_ASSERT(lane_ && op->nwaits == 0 && idle_before(op->seq),
+                       "an op launched here must be next on an idle GPU stream");
+  int previous = -1;
+  try {
+    previous = lane_->enter();
+  } catch (const std::exception&) {
+    enqueue(op);  // the worker's thread has the device bound: it reports what fails there
+    return;
+  }
+  count_pushed(*op);
+  // Every op before this one has completed, so the worker has pushed them
+  // all to inflight_ (before they could complete) and has nothing launched
+  // without an event: the producer side of inflight_ is this thread's until
+  // its next push to the queue, which publishes it to the worker (only the
+  // worker's last store of launched_ may still land: publish_launched).
+  // Op seq - kRing is done, so its event slot may be recorded.
+  [&]() noexcept { hooks_.run(*op, index_, lane_->native(), nullptr); }();
+  const backend::Fault rec = lane_->record(op->seq);
+  lane_->restore(previous);
+  // Without its event the op's completion cannot be seen: the stream is
+  // lost, whatever the error (as in cover()).
+  if (rec) hooks_.async_failure(*op, index_, rec.what, false);
+  op->cover = op->seq;
+  inflight_.push(op);
+  publish_launched(op->seq);
+}
+
+void Stream::publish_launched(std::uint64_t seq) {
+  // A raise, never a store: the worker's cover() publishes its ops after
+  // pushing them to the completion thread, which may complete them first,
+  // so this thread may launch the next op before the worker's store lands.
+  std::uint64_t at = launched_.load(std::memory_order_seq_cst);
+  while (at < seq && !launched_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
+  }
+}
+
 void Stream::want(std::uint64_t seq) {
   std::uint64_t at = wanted_.load(std::memory_order_seq_cst);
   while (at < seq && !wanted_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
@@ -268,7 +305,7 @@ void Stream::cover() {
     inflight_.push(op);
   }
   uncovered_.clear();
-  launched_.store(seq, std::memory_order_seq_cst);
+  publish_launched(seq);
   if (waiters_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     cv_.notify_all();

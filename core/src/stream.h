@@ -119,6 +119,14 @@ class Stream {
   /// stream, idle_before(op->seq), no waits), and recycles it. The worker
   /// is idle meanwhile: it takes the next op only from the queue.
   void run_here(QueuedOp* op);
+  /// A GPU stream's op launched here, on the frontend thread, as the worker
+  /// would, with an event of its own (idle_before(op->seq), no waits, not
+  /// traced): a synchronous round trip then crosses no thread before the
+  /// launch. The worker is idle meanwhile (every op before it has
+  /// completed, so it has nothing queued or launched without an event).
+  /// When the lane's device cannot be made current, the op goes to the
+  /// worker instead.
+  void launch_here(QueuedOp* op);
   /// Shutdown, in two phases for all streams of an engine: stop() every
   /// stream (ops queued before it still run), then join() every stream. A
   /// worker may wait on another stream's counters until its last op has run,
@@ -172,6 +180,8 @@ class Stream {
   /// Worker, GPU streams: records one event after the ops launched since the
   /// last one, which then count as launched and go to the completion thread.
   void cover();
+  /// Raises launched_ to `seq` (the worker's cover and launch_here).
+  void publish_launched(std::uint64_t seq);
   void completion_worker();
 
   static constexpr std::size_t kMaxFree = 1024;

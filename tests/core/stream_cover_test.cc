@@ -6,7 +6,8 @@
 // completion never runs ahead of the device across more ops than the event
 // ring holds, cross-stream order and ping-pong, a waiter for an op in the
 // middle of a burst whose later work is held on the device, an op blocked
-// on the host behind launched ops, and shutdown with work queued.
+// on the host behind launched ops, ops the frontend launches itself on an
+// idle stream among queued ones, and shutdown with work queued.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -290,6 +291,57 @@ TEST(StreamCover, AnOpBlockedOnTheHostGetsTheEventOfTheOpsBeforeIt) {
   EXPECT_TRUE(wrote.load());
   hold.count_down();
   a.stream->wait_until(a.stream->pushed());
+}
+
+/// As push(), but the op is launched on this thread when the stream has
+/// completed everything before it (what the engine does for a small op on
+/// an idle GPU stream), else queued; `inline_count` counts the first kind.
+std::uint64_t push_or_launch(Stream& s, std::function<void()> device_work, int& inline_count) {
+  QueuedOp* op = s.acquire_op();
+  op->desc.launch_only = true;
+  op->desc.fn = [device_work = std::move(device_work)](const OpContext& ctx) {
+    static_cast<SimQueue*>(ctx.native_stream)->push(device_work);
+  };
+  op->seq = s.next_seq();
+  if (s.idle_before(op->seq)) {
+    s.launch_here(op);
+    ++inline_count;
+  } else {
+    s.enqueue(op);
+  }
+  return op->seq;
+}
+
+TEST(StreamCover, OpsLaunchedOnTheFrontendKeepTheStreamsOrderAndEvents) {
+  Hooks hooks;
+  SimStream a(hooks, 0), b(hooks, 1);
+  std::atomic<int> wrong{0};
+  int next = 0, inline_count = 0;  // the device's count of a's ops, checked by each in turn
+  std::atomic<int> device_next{0};
+  auto op_of = [&](int i) {
+    return [&device_next, &wrong, i] { wrong += device_next.exchange(i + 1) != i; };
+  };
+  for (int round = 0; round < 300; ++round) {
+    // A round trip (launched here, the stream being idle), then a burst
+    // (mostly queued behind it), then another stream reading the last op.
+    a.stream->wait_until(a.stream->pushed());
+    std::uint64_t s = push_or_launch(*a.stream, op_of(next++), inline_count);
+    a.stream->wait_until(s);
+    EXPECT_EQ(device_next.load(), next) << "op " << s << " counted complete before the device ran it";
+    for (int k = 0; k < round % 7; ++k) s = push_or_launch(*a.stream, op_of(next++), inline_count);
+    const int expect = next;
+    push(*b.stream, [&device_next, &wrong, expect] { wrong += device_next.load() < expect; },
+         {{a.stream.get(), s}});
+    a.stream->reclaim();
+    b.stream->reclaim();
+  }
+  a.stream->wait_until(a.stream->pushed());
+  b.stream->wait_until(b.stream->pushed());
+  EXPECT_EQ(device_next.load(), next);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(hooks.failures.load(), 0);
+  EXPECT_GE(inline_count, 300) << "every round trip's op found the stream idle";
+  EXPECT_EQ(a.stream->completed(), a.stream->pushed());
 }
 
 TEST(StreamCover, ShutdownWithWorkQueuedCompletesEverything) {

@@ -121,6 +121,18 @@ CudaLane::~CudaLane() {
   destroy_stream(device_, stream_);
 }
 
+int CudaLane::enter() const {
+  int current = 0;
+  TIDE_CUDA_CHECK(cudaGetDevice(&current));
+  if (current == device_) return -1;
+  TIDE_CUDA_CHECK(cudaSetDevice(device_));
+  return current;
+}
+
+void CudaLane::restore(int previous) const noexcept {
+  if (previous >= 0 && cudaSetDevice(previous) != cudaSuccess) cudaGetLastError();
+}
+
 Fault CudaLane::record(std::uint64_t seq) {
   std::lock_guard<std::mutex> lock(mutex_);
   Fault f = fault(cudaEventRecord(ev(events_[seq % kRing]), static_cast<cudaStream_t>(stream_)),

@@ -33,6 +33,8 @@ class CudaLane final : public Lane {
   int device() const override { return device_; }
   void bind_thread() const override { set_device(device_); }
   void* native() const override { return stream_; }
+  int enter() const override;
+  void restore(int previous) const noexcept override;
   Fault record(std::uint64_t seq) override;
   Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) override;
   Fault wait_done(std::uint64_t seq) override;
