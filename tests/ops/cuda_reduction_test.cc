@@ -31,7 +31,10 @@ std::vector<Case> cases() {
   for (std::int64_t n : kGpuSizes) out.push_back({Shape{n}, std::nullopt});
   const std::int64_t big = kGpuSizes.back();
   for (const Shape& s : {Shape{0, 3}, Shape{3, 0}, Shape{1000, 3}, Shape{3, 1000}, Shape{300, 256},
-                         Shape{7, 300, 5}, Shape{2, 513, 4}, Shape{big, 2}, Shape{2, big}}) {
+                         Shape{7, 300, 5}, Shape{2, 513, 4}, Shape{big, 2}, Shape{2, big},
+                         // packed columns in many chunks with a ragged last one; a sum
+                         // of all of it in more than 1,024 row chunks
+                         Shape{1030, 1028}, Shape{4099, 1037}}) {
     out.push_back({s, std::nullopt});
     for (int axis = 0; axis < s.ndim(); ++axis) out.push_back({s, axis});
   }

@@ -9,7 +9,8 @@
 // which keeps neighbouring threads on neighbouring addresses (a thread per
 // four or two side-by-side outputs, in 16-byte loads, when the rows allow). Pass 2 (only
 // when chunks > 1) adds each output's partials: in chunk order by a thread,
-// or, for an output of many side-by-side chunks, by a block in a fixed tree. No atomics,
+// or, for an output of many chunks, by a block (side-by-side chunks) or 8
+// threads (chunks a row of outputs apart), in a fixed tree. No atomics,
 // and nothing depends on the grid size, so reruns give identical bits.
 #include "reduction_kernels.h"
 
@@ -265,10 +266,58 @@ __global__ void __launch_bounds__(kThreads) finalize_rows_kernel(const AccOf<T, 
   }
 }
 
+/// Pass 2 for outputs of many chunks whose partials lie a row of outputs
+/// apart (inner > 1, from the column kernels): a block per 32 side-by-side
+/// outputs, so that each load of a partial is one 128-byte line across a
+/// warp, and 8 threads per output. Thread y of an output combines chunks
+/// y, y + 8, y + 16, ... in order, then the first combines the 8 results in
+/// order: a fixed tree whatever the grid. A thread per output took 4,096
+/// threads to read a 4096 x 4096 column sum's 2 MB of partials.
+constexpr unsigned kColsX = 32, kColsY = kThreads / kColsX;
+
+template <typename T, Mode M>
+__global__ void __launch_bounds__(kThreads) finalize_cols_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outer,
+                                     std::int64_t chunks, std::int64_t inner, std::int64_t len) {
+  using Op = OpOf<T, M>;
+  using Acc = AccOf<T, M>;
+  __shared__ Acc part[kColsY][kColsX];
+  const unsigned x = threadIdx.x % kColsX, y = threadIdx.x / kColsX;
+  const std::int64_t outputs = outer * inner;
+  for (std::int64_t base = std::int64_t{blockIdx.x} * kColsX; base < outputs;
+       base += std::int64_t{gridDim.x} * kColsX) {
+    const std::int64_t idx = base + x;
+    Acc acc = Op::identity();
+    if (idx < outputs) {
+      const std::int64_t o = idx / inner, j = idx % inner;
+      const Acc* q = partial + o * chunks * inner + j;
+      // Four partials loaded before any is added; the adds keep the order.
+      std::int64_t c = y;
+      for (; c + 3 * kColsY < chunks; c += 4 * kColsY) {
+        Acc v[4];
+#pragma unroll
+        for (unsigned u = 0; u < 4; ++u) v[u] = q[(c + u * kColsY) * inner];
+#pragma unroll
+        for (unsigned u = 0; u < 4; ++u) acc = Op::combine(acc, v[u]);
+      }
+      for (; c < chunks; c += kColsY) acc = Op::combine(acc, q[c * inner]);
+    }
+    part[y][x] = acc;
+    __syncthreads();
+    if (y == 0 && idx < outputs) {
+      Acc r = part[0][x];
+      for (unsigned k = 1; k < kColsY; ++k) r = Op::combine(r, part[k][x]);
+      out[idx] = finish<T, M>(r, len);
+    }
+    __syncthreads();  // part is refilled for the next outputs only after the first row has read it
+  }
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Pass 2 gives an output a block rather than a thread from this many chunks.
+// Pass 2 gives an output a block (inner == 1), or 8 threads (inner > 1),
+// rather than a thread from this many chunks.
 constexpr std::int64_t kBlockFinalizeChunks = 64;
+constexpr std::int64_t kColsFinalizeChunks = 16;
 
 // Rows at least this long get a block per chunk; shorter ones a thread.
 constexpr std::int64_t kRowMin = 256;
@@ -281,6 +330,12 @@ constexpr std::int64_t kColThreads = std::int64_t{1} << 18;
 constexpr std::int64_t kColMinChunk = 32;
 // Bounds pass 2's work per output (a thread's loop, or a block's) and the scratch size.
 constexpr std::int64_t kMaxChunks = 1024;
+// Rows may be cut finer: a row's chunks are added by a block. A whole
+// 4096 x 4096 tensor's sum in 1,024 chunks of 16,384 elements left its
+// blocks too long for the last wave to fill the GPU (41 us, where the same
+// bytes as 4,096 rows of 4,096 took 24 us); in chunks of kRowChunk it is
+// pass 1 of a row sum.
+constexpr std::int64_t kMaxRowChunks = 4096;
 
 /// Frees the partials on the stream if the launches between throw.
 struct Scratch {
@@ -303,9 +358,14 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   const std::int64_t outputs = outer * inner;
   if (outputs == 0) return;
   const bool rows = inner == 1 && len >= kRowMin;
+  constexpr std::int64_t W = Pack16<T>::kWidth;
+  const bool packed = !rows && inner % W == 0 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
+  // Columns: a thread per (chunk, output), or per (chunk, pack of W
+  // outputs), until about kColThreads threads have work.
+  const std::int64_t col_threads_per_chunk = packed ? outputs / W : outputs;
   std::int64_t chunks = rows ? ceil_div(len, kRowChunk)
-                             : std::min(ceil_div(kColThreads, outputs), ceil_div(len, kColMinChunk));
-  chunks = std::clamp<std::int64_t>(chunks, 1, kMaxChunks);
+                             : std::min(ceil_div(kColThreads, col_threads_per_chunk), ceil_div(len, kColMinChunk));
+  chunks = std::clamp<std::int64_t>(chunks, 1, rows ? kMaxRowChunks : kMaxChunks);
   const std::int64_t chunk_len = ceil_div(len, chunks);  // 0 when len == 0: empty sums
   if (chunk_len > 0) chunks = ceil_div(len, chunk_len);  // so no chunk is empty
 
@@ -319,8 +379,7 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   if (rows) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(outer * chunks, 1 << 16));
     rows_kernel<T, M><<<blocks, kThreads, 0, stream>>>(in, partial, out, outer, len, chunks, chunk_len);
-  } else if (constexpr std::int64_t W = Pack16<T>::kWidth;
-             inner % W == 0 && reinterpret_cast<std::uintptr_t>(in) % 16 == 0) {
+  } else if (packed) {
     cols_packed_kernel<T, M><<<grid_for(outputs / W * chunks), kThreads, 0, stream>>>(
         in, partial, out, outer, len, inner, chunks, chunk_len);
   } else {
@@ -332,6 +391,10 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
     if (inner == 1 && chunks >= kBlockFinalizeChunks)
       finalize_rows_kernel<T, M><<<static_cast<unsigned>(std::min(outputs, kMaxBlocks)), kThreads, 0, stream>>>(
           partial, out, outputs, chunks, len);
+    else if (inner > 1 && chunks >= kColsFinalizeChunks)
+      finalize_cols_kernel<T, M>
+          <<<static_cast<unsigned>(std::min(ceil_div(outputs, kColsX), kMaxBlocks)), kThreads, 0, stream>>>(
+              partial, out, outer, chunks, inner, len);
     else
       finalize_kernel<T, M><<<grid_for(outputs), kThreads, 0, stream>>>(partial, out, outer, chunks,
                                                                         inner, len);
