@@ -337,7 +337,10 @@ constexpr std::int64_t kMaxChunks = 1024;
 // pass 1 of a row sum.
 constexpr std::int64_t kMaxRowChunks = 4096;
 
-/// Frees the partials on the stream if the launches between throw.
+thread_local StreamScratch t_scratch;
+
+/// Partials over StreamScratch's size: freed on the stream after pass 2,
+/// or if the launches between throw.
 struct Scratch {
   void* p = nullptr;
   cudaStream_t s = nullptr;
@@ -369,12 +372,17 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   const std::int64_t chunk_len = ceil_div(len, chunks);  // 0 when len == 0: empty sums
   if (chunk_len > 0) chunks = ceil_div(len, chunk_len);  // so no chunk is empty
 
+  // The partials: this thread's block for the stream, or, when larger, one
+  // allocated and freed in stream order (Scratch).
   Scratch scratch{nullptr, stream};
   Acc* partial = nullptr;
   if (chunks > 1) {
     const auto bytes = static_cast<std::size_t>(outputs * chunks) * sizeof(Acc);
-    scratch.p = scratch_alloc(bytes, stream);
-    partial = static_cast<Acc*>(scratch.p);
+    partial = static_cast<Acc*>(t_scratch.get(bytes, stream));
+    if (!partial) {
+      scratch.p = scratch_alloc(bytes, stream);
+      partial = static_cast<Acc*>(scratch.p);
+    }
   }
   if (rows) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(outer * chunks, 1 << 16));
@@ -399,7 +407,7 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
       finalize_kernel<T, M><<<grid_for(outputs), kThreads, 0, stream>>>(partial, out, outer, chunks,
                                                                         inner, len);
     TIDE_CUDA_LAUNCH_CHECK();
-    scratch.release();
+    if (scratch.p) scratch.release();
   }
 }
 
