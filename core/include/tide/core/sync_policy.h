@@ -53,7 +53,9 @@ struct SyncPolicy {
   /// depends on has completed: there is nothing to run ahead of, and the
   /// hand-off to the worker (the op's record crossing cores, a wake-up, its
   /// data moving to the worker's cache) would cost more than the op. Its
-  /// results, errors and order are those of the worker. 0: never. The
+  /// results, errors and order are those of the worker. On a GPU, such an
+  /// op of any size on a stream that has completed everything before it is
+  /// launched by the frontend, unless tracing. 0: never, on any device. The
   /// default is default_inline_op_bytes().
   std::uint64_t inline_op_bytes = default_inline_op_bytes();
   /// Resume below this fraction of a cap, in (0, 1].
