@@ -1,6 +1,7 @@
 #include "stream.h"
 
 #include <tide/core/assert.h>
+#include <tide/core/stream_worker.h>
 
 #include "backend.h"
 
@@ -215,7 +216,14 @@ backend::Fault Stream::gpu_wait_point(const StreamPoint& p) {
   return {};
 }
 
+namespace {
+thread_local bool t_stream_worker = false;
+}  // namespace
+
+bool on_stream_worker() noexcept { return t_stream_worker; }
+
 void Stream::worker() {
+  t_stream_worker = true;
   std::string device_error;
   if (lane_) {
     try {

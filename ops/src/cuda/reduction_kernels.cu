@@ -22,6 +22,7 @@
 #include <tide/core/assert.h>
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
+#include <tide/core/stream_worker.h>
 
 #include "../reduce_functors.h"
 #include "grid_util.cuh"
@@ -378,7 +379,10 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   Acc* partial = nullptr;
   if (chunks > 1) {
     const auto bytes = static_cast<std::size_t>(outputs * chunks) * sizeof(Acc);
-    partial = static_cast<Acc*>(t_scratch.get(bytes, stream));
+    // Only a stream's worker keeps a block: it ends before its stream (the
+    // frontend, launching on an idle stream, would keep blocks of streams
+    // long destroyed, whose handles a later stream may reuse).
+    if (on_stream_worker()) partial = static_cast<Acc*>(t_scratch.get(bytes, stream));
     if (!partial) {
       scratch.p = scratch_alloc(bytes, stream);
       partial = static_cast<Acc*>(scratch.p);

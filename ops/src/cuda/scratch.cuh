@@ -38,7 +38,8 @@ inline void* scratch_alloc(std::size_t bytes, cudaStream_t stream) {
 /// A block grows to the largest request up to kKeepBytes (the old one is
 /// freed in stream order); get() returns null above that, and the caller
 /// allocates in stream order as before. Blocks are freed when the thread
-/// ends (a stream's worker ends before its stream is destroyed).
+/// ends, so only a stream's worker keeps one (tide::on_stream_worker): it
+/// ends before its stream is destroyed.
 class StreamScratch {
  public:
   static constexpr std::size_t kKeepBytes = std::size_t{16} << 20;
