@@ -2,8 +2,15 @@
 // staging path, ordering between GPU streams (events) and between a GPU and
 // the host, errors, and device memory going back to its baseline. Tests that
 // need a GPU skip without one; the device-list checks run everywhere.
+#include <cstdint>
+#include <cstdlib>
 #include <latch>
+#include <limits>
 #include <vector>
+
+#if TIDE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include <tide/core/copy.h>
 #include <tide/ops/creation.h>
@@ -152,6 +159,43 @@ TEST_P(CudaEngine, DeviceMemoryReturnsToItsBaseline) {
   e->wait_all();  // finished ops are reclaimed, and with them the storages
   EXPECT_EQ(cuda_memory_in_use(0), before);
 }
+
+#if TIDE_HAVE_CUDA
+// Kernels' scratch memory comes from the device's default pool, whose
+// release threshold is 0 unless set: every synchronize would give a freed
+// block back to the driver and the next cudaMallocAsync would map memory
+// afresh. tide keeps it (no TIDE_CUDA_POOL_KEEP_MB: everything) until
+// empty_cuda_cache trims the pool.
+TEST_P(CudaEngine, TheScratchPoolKeepsFreedMemoryUntilTheCacheIsEmptied) {
+  TIDE_REQUIRE_GPU();
+  if (const char* keep = std::getenv("TIDE_CUDA_POOL_KEEP_MB"); keep && *keep)
+    GTEST_SKIP() << "TIDE_CUDA_POOL_KEEP_MB is set: the threshold is its value";
+  EngineFixture e(GetParam(), 1, {}, 1);
+  EXPECT_EQ(ones({4}, {DType::f32, cuda(0)}).to_vector<float>().front(), 1.0f);  // the device is set up
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+  std::uint64_t threshold = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
+  EXPECT_EQ(threshold, std::numeric_limits<std::uint64_t>::max());
+
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&p, std::size_t{8} << 20, s), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(p, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);  // with a threshold of 0, the block would go back here
+  std::uint64_t kept = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &kept), cudaSuccess);
+  EXPECT_GE(kept, std::uint64_t{8} << 20);
+
+  empty_cuda_cache(0);
+  std::uint64_t after = 0;
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &after), cudaSuccess);
+  EXPECT_LE(after + (std::uint64_t{8} << 20), kept);  // the freed block went back to the driver
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+#endif
 
 // 4 TiB is more than any GPU's pool can give: cudaErrorMemoryAllocation
 // becomes an OutOfMemoryError naming the device and what it holds, nothing

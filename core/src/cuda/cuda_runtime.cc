@@ -29,6 +29,7 @@ namespace {
 /// are taken and given back on an idle stream of its own.
 struct PoolSource final : BlockCache::Source {
   cudaMemPool_t pool = nullptr;
+  cudaMemPool_t scratch_pool = nullptr;  // the device's default pool: kernels' scratch memory
   cudaStream_t stream = nullptr;
 
   void* take(std::size_t bytes) override {
@@ -47,9 +48,11 @@ struct PoolSource final : BlockCache::Source {
   }
   void settle() noexcept override {
     // The frees take effect, and the pool returns what it holds unused to
-    // the driver, so that a request of another size can be mapped afresh.
+    // the driver, so that a request of another size can be mapped afresh;
+    // so does the scratch pool, whatever of it no kernel holds now.
     if (cudaStreamSynchronize(stream) != cudaSuccess || cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
       cudaGetLastError();
+    if (scratch_pool && cudaMemPoolTrimTo(scratch_pool, 0) != cudaSuccess) cudaGetLastError();
   }
 };
 
@@ -103,12 +106,25 @@ DeviceMemory& memory(int device) {
     // The cache keeps freed blocks up to the limit; past it, the pool keeps
     // nothing. Without a limit both keep everything.
     std::uint64_t threshold = keep ? 0 : std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t scratch_threshold = keep ? *keep : std::numeric_limits<std::uint64_t>::max();
     TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     int no = 0;
     TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no));
+    // Kernels take their scratch memory (a two-pass reduction's partials,
+    // a loss's per-row terms) with cudaMallocAsync from the device's default
+    // pool, whose release threshold is 0 by default: every stream or event
+    // synchronize, which the completion thread calls all the time, gave the
+    // freed scratch back to the driver, and the next op's cudaMallocAsync
+    // mapped memory afresh, host work on every such op. It keeps what is
+    // freed, up to the same limit as the storages' cache
+    // (TIDE_CUDA_POOL_KEEP_MB), and empty_cuda_cache trims it.
+    cudaMemPool_t scratch_pool = nullptr;
+    TIDE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&scratch_pool, device));
+    TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(scratch_pool, cudaMemPoolAttrReleaseThreshold, &scratch_threshold));
     TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&m.source.stream, cudaStreamNonBlocking));
     TIDE_CUDA_CHECK(cudaSetDevice(prev));
     m.source.pool = pool;
+    m.source.scratch_pool = scratch_pool;
     m.cache = std::make_unique<BlockCache>(m.source, keep ? *keep : std::numeric_limits<std::uint64_t>::max());
   }
   slot.store(made.release(), std::memory_order_release);
@@ -258,6 +274,7 @@ std::uint64_t memory_used(int device) {
 }
 
 void* cuda_impl::create_stream(int device, StreamKind kind) {
+  (void)memory(device);  // the device's pools are set up before any op of the stream takes scratch memory
   DeviceGuard guard(device);
   int least = 0, greatest = 0;
   TIDE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
