@@ -247,10 +247,13 @@ TEST_P(CudaNnTest, ArgmaxOfLongRowsMatchesCpu) {
   // Rows long enough for a block per row, at lengths around the block's
   // 256 threads: distinct values, ties of small integers (the first max
   // wins), NaNs early, late and twice in a row (the first NaN wins), -inf
-  // everywhere but one element, and a row of equal values.
-  for (std::int64_t len : {64, 255, 256, 257, 3001}) {
+  // everywhere but one element, a row of equal values and a row of -inf
+  // (its first index). Rows of an odd length start off 16-byte boundaries
+  // (the kernel reads the aligned middle in packs); from 4,096 f32 a thread
+  // takes four packs at a time.
+  for (std::int64_t len : {64, 255, 256, 257, 3001, 4099, 10007}) {
     SCOPED_TRACE("len " + std::to_string(len));
-    const std::int64_t rows = 7;
+    const std::int64_t rows = 8;
     std::vector<float> v(idx(rows * len));
     std::mt19937 gen(static_cast<unsigned>(len));
     for (std::int64_t k = 0; k < len; ++k) {
@@ -261,6 +264,7 @@ TEST_P(CudaNnTest, ArgmaxOfLongRowsMatchesCpu) {
       v[idx(4 * len + k)] = -std::numeric_limits<float>::infinity();
       v[idx(5 * len + k)] = 2.0f;
       v[idx(6 * len + k)] = static_cast<float>(len - k);                   // max first
+      v[idx(7 * len + k)] = -std::numeric_limits<float>::infinity();
     }
     const float nan = std::numeric_limits<float>::quiet_NaN();
     v[idx(2 * len + len / 3)] = nan;

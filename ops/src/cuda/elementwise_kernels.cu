@@ -26,10 +26,7 @@ namespace {
 using namespace cuda_kernels;  // grid_util.cuh
 
 template <typename T>
-struct alignas(16) Pack {
-  static constexpr int kWidth = 16 / sizeof(T);
-  T v[kWidth];
-};
+using Pack = Pack16<T>;  // grid_util.cuh
 
 /// f over the lanes of one pack of each input (each taken by value: one
 /// 16-byte load per input).

@@ -1,5 +1,5 @@
 // Launch helpers shared by the .cu files of ops: grid sizes for grid-stride
-// loops and the stream a closure hands over as void*.
+// loops, the stream a closure hands over as void*, and 16-byte packs.
 #pragma once
 
 #include <algorithm>
@@ -39,5 +39,13 @@ __device__ inline std::int64_t first_index() {
 __device__ inline std::int64_t grid_stride() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
 }
+
+/// 16 bytes of T, loaded or stored with one instruction (the pointer must
+/// be 16-byte aligned).
+template <typename T>
+struct alignas(16) Pack16 {
+  static constexpr int kWidth = 16 / static_cast<int>(sizeof(T));
+  T v[kWidth];
+};
 
 }  // namespace tide::cuda_kernels

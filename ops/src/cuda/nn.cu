@@ -15,6 +15,7 @@
 
 #include <tide/core/cuda_check.h>
 
+#include "grid_util.cuh"
 #include "scratch.cuh"
 
 namespace tide::cuda_kernels {
@@ -22,17 +23,12 @@ namespace tide::cuda_kernels {
 namespace {
 
 // A power of two: the block reductions below halve it.
-constexpr int kBlock = 256;
-constexpr std::int64_t kMaxBlocks = 1 << 16;
+constexpr int kBlock = kThreads;  // grid_util.cuh, with first_index, grid_stride and kMaxBlocks
+static_assert((kBlock & (kBlock - 1)) == 0);
 
 unsigned blocks_for(std::int64_t n) {
   return static_cast<unsigned>(std::min<std::int64_t>((n + kBlock - 1) / kBlock, kMaxBlocks));
 }
-
-__device__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ std::int64_t grid_stride() { return static_cast<std::int64_t>(blockDim.x) * gridDim.x; }
 
 /// Calls f(T{}) for a floating dtype; the frontend admits no other here.
 template <typename F>
@@ -192,33 +188,83 @@ __device__ __forceinline__ Candidate<T> better_of(Candidate<T> a, Candidate<T> b
 // Rows at least this long get a block each (argmax_rows_kernel).
 constexpr std::int64_t kArgmaxRowMin = 64;
 
-/// Contiguous rows (inner == 1): a block per row, its threads striding over
-/// the row (each warp reads consecutive addresses), then a tree over the
-/// threads' candidates in shared memory. A thread with no element holds the
-/// lowest value at index INT64_MAX, which every element of the row beats or
-/// ties with an earlier index.
+/// The candidate every element of a line beats or ties with an earlier
+/// index: the least value (-inf for floats, so that a line of -inf still
+/// has its first index) at index INT64_MAX.
+template <typename T>
+__device__ __forceinline__ Candidate<T> no_candidate() {
+  if constexpr (std::is_floating_point_v<T>) return {-std::numeric_limits<T>::infinity(), INT64_MAX};
+  else return {std::numeric_limits<T>::lowest(), INT64_MAX};
+}
+
+/// The better of the candidates of this lane and the lanes `off`, 2 `off`,
+/// ... above it, down to lane 0 of the warp: a tree of shuffles.
+template <typename T>
+__device__ __forceinline__ Candidate<T> warp_best(Candidate<T> c) {
+  for (unsigned off = 16; off > 0; off /= 2)
+    c = better_of(c, Candidate<T>{__shfl_down_sync(0xffffffffu, c.v, off), __shfl_down_sync(0xffffffffu, c.k, off)});
+  return c;
+}
+
+/// Contiguous rows (inner == 1): a block per row. Each thread takes 16-byte
+/// packs of the row's 16-byte-aligned middle, four loads in flight before
+/// any compare, and the few elements before and after it singly, keeping
+/// one candidate; then shuffles within each warp, and the warps' candidates
+/// by the first warp. better_of gives the scan's answer over any split and
+/// any pairing, so the order of all this does not matter. (A thread per
+/// element strided over the row with scalar loads and a shared-memory tree
+/// of 8 rounds read a 4096 x 4096 f32 matrix at half the speed of a row
+/// sum.) Launched with kBlock threads.
 template <typename T, typename I>
-__global__ void argmax_rows_kernel(const T* in, I* out, std::int64_t rows, std::int64_t len) {
-  __shared__ T best_v[kBlock];
-  __shared__ std::int64_t best_k[kBlock];
+__global__ void __launch_bounds__(kBlock) argmax_rows_kernel(const T* in, I* out, std::int64_t rows, std::int64_t len) {
+  using P = Pack16<T>;
+  constexpr int W = P::kWidth;
+  constexpr int kWarps = kBlock / 32;
+  __shared__ T warp_v[kWarps];
+  __shared__ std::int64_t warp_k[kWarps];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* p = in + row * len;
-    Candidate<T> c{std::numeric_limits<T>::lowest(), std::numeric_limits<std::int64_t>::max()};
-    for (std::int64_t k = threadIdx.x; k < len; k += blockDim.x) c = better_of(c, Candidate<T>{p[k], k});
-    best_v[threadIdx.x] = c.v;
-    best_k[threadIdx.x] = c.k;
-    __syncthreads();
-    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {
-      if (threadIdx.x < s) {
-        const Candidate<T> w = better_of(Candidate<T>{best_v[threadIdx.x], best_k[threadIdx.x]},
-                                         Candidate<T>{best_v[threadIdx.x + s], best_k[threadIdx.x + s]});
-        best_v[threadIdx.x] = w.v;
-        best_k[threadIdx.x] = w.k;
-      }
-      __syncthreads();
+    // [a, b): the packs' part of the row.
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    const auto skew = static_cast<std::int64_t>((16 - addr % 16) % 16);
+    std::int64_t a = 0, b = 0;
+    if (skew % static_cast<std::int64_t>(sizeof(T)) == 0) {
+      a = std::min(len, skew / static_cast<std::int64_t>(sizeof(T)));
+      b = a + (len - a) / W * W;
     }
-    if (threadIdx.x == 0) out[row] = static_cast<I>(best_k[0]);
-    __syncthreads();  // the next row refills the buffers only after thread 0 has read them
+    Candidate<T> c = no_candidate<T>();
+    const P* packs = reinterpret_cast<const P*>(p + a);
+    const std::int64_t npacks = (b - a) / W;
+    std::int64_t i = threadIdx.x;
+    for (; i + 3 * kBlock < npacks; i += 4 * kBlock) {
+      P x[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x[u] = packs[i + u * kBlock];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int j = 0; j < W; ++j) c = better_of(c, Candidate<T>{x[u].v[j], a + (i + u * kBlock) * W + j});
+    }
+    for (; i < npacks; i += kBlock) {
+      const P x = packs[i];
+#pragma unroll
+      for (int j = 0; j < W; ++j) c = better_of(c, Candidate<T>{x.v[j], a + i * W + j});
+    }
+    for (std::int64_t k = threadIdx.x; k < a; k += kBlock) c = better_of(c, Candidate<T>{p[k], k});
+    for (std::int64_t k = b + threadIdx.x; k < len; k += kBlock) c = better_of(c, Candidate<T>{p[k], k});
+    c = warp_best(c);
+    if (lane == 0) {
+      warp_v[warp] = c.v;
+      warp_k[warp] = c.k;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      c = lane < kWarps ? Candidate<T>{warp_v[lane], warp_k[lane]} : no_candidate<T>();
+      c = warp_best(c);
+      if (lane == 0) out[row] = static_cast<I>(c.k);
+    }
+    __syncthreads();  // the next row refills warp_v and warp_k only after the first warp has read them
   }
 }
 

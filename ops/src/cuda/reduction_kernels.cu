@@ -69,13 +69,6 @@ __device__ Acc block_combine(Acc acc, Acc* warps) {
   return acc;
 }
 
-/// 16 bytes of T, loaded with one instruction.
-template <typename T>
-struct alignas(16) Pack16 {
-  static constexpr int kWidth = 16 / static_cast<int>(sizeof(T));
-  T v[kWidth];
-};
-
 /// Pass 1 on contiguous rows: one block per (row, chunk) task. Writes the
 /// finished value when there is a single chunk (partial == nullptr).
 ///
