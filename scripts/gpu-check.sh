@@ -136,6 +136,19 @@ python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && have_
 step async_basics_cuda 180 "$ex/async_basics" --device cuda:0 --json "$res/async_basics_cuda.json"
 step bench_launch 180 "$ex/bench_launch" --device cuda:0 --json "$res/bench_launch.json"
 step bench_kernels 120 "$ex/bench_kernels" --device cuda:0 --json "$res/bench_kernels.json"
+# The reductions and the chapter's experiments again, traced: each op's work
+# on the device (its span) beside the gaps between ops, per op name
+# (tide-trace ops), to tell kernels that are slow from host work that paces them.
+traced() {  # traced NAME SECONDS COMMAND...: TIDE_TRACE into $res/trace_NAME, its ops summed, the trace gzipped
+  local name=$1 secs=$2
+  shift 2
+  TIDE_TRACE=$res/trace_$name step "${name}_traced" "$secs" "$@" || return 1
+  "$root/launch/tide-trace" ops "$res/trace_$name/trace.rank0.json" >"$res/trace_${name}_ops.txt" 2>&1
+  gzip -f "$res/trace_$name/trace.rank0.json"
+}
+traced kernels 120 "$ex/bench_kernels" --device cuda:0 --repeats 3 \
+  --cases sum_all,sum1,sum0,mean1,max0,max1,argmax1,bias_grad --json "$res/bench_kernels_traced.json"
+traced async_basics 180 "$ex/async_basics" --device cuda:0 --repeats 3 --json "$res/async_basics_traced.json"
 step train_cuda 180 "$ex/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
   --json "$res/train_cuda.json" || status=1
 step train_cuda_traced 180 "$ex/train_data_parallel" --device cuda --max-steps 200 --trace "$res/trace_cuda" \
