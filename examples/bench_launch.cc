@@ -60,13 +60,36 @@ int main(int argc, char** argv) try {
   runtime->engine().check_device(o.device);
   tide::examples::BareLoop bare(o.device.index, o.elements);
   tide::Tensor x = tide::zeros({o.elements}, {tide::DType::f32, o.device});
+  // Where a tide op's time goes, per run: the frontend's pushes (the loop
+  // before wait_all, sync-policy stalls included), and the time the ops
+  // spent in their run on the GPU's compute stream (the op's closure and
+  // its launch, on the worker or, when the stream is idle, the frontend).
+  const std::string compute = o.device.str() + "/compute";
+  auto stream_stat = [&] {
+    for (const tide::StreamStat& st : runtime->engine().stats().streams)
+      if (st.name == compute) return st;
+    return tide::StreamStat{};
+  };
+  std::vector<double> push_ns, run_ns, stalled_ns;
   auto tide_loop = [&] {
+    const tide::StreamStat s0 = stream_stat();
+    const std::int64_t stalled0 = runtime->engine().stats().stalled_ns;
+    const std::int64_t t0 = now_ns();
     for (int i = 0; i < o.ops; ++i) tide::Tensor y = x + 1;
+    const std::int64_t t1 = now_ns();
     runtime->wait_all();
+    const tide::StreamStat s1 = stream_stat();
+    push_ns.push_back(static_cast<double>(t1 - t0) / o.ops);
+    run_ns.push_back(s1.ops > s0.ops ? static_cast<double>(s1.busy_ns - s0.busy_ns) / static_cast<double>(s1.ops - s0.ops)
+                                     : 0.0);
+    stalled_ns.push_back(static_cast<double>(runtime->engine().stats().stalled_ns - stalled0) / o.ops);
   };
   // Warm-up: module load, pool growth, worker wake-up.
   bare.run(1000);
   tide_loop();
+  push_ns.clear();
+  run_ns.clear();
+  stalled_ns.clear();
 
   std::vector<double> bare_ns, tide_ns;
   for (int r = 0; r < o.repeats; ++r) {  // alternated, so drift hits both alike
@@ -85,6 +108,10 @@ int main(int argc, char** argv) try {
   std::printf("  tide y = x + 1     %8.0f ns per op\n", t);
   std::printf("  tide throughput = %.0f%% of the bare loop (target >= 90%%: %s)\n", 100.0 * b / t,
               b / t >= 0.9 ? "met" : "missed");
+  const double push = median(push_ns), run = median(run_ns), stalled = median(stalled_ns);
+  std::printf("  per tide op: %.0f ns pushing on the frontend (%.0f ns of it stalled by the sync policy),\n"
+              "  %.0f ns in its run on %s (closure and launch), %.0f ns neither (hand-off, events, completion)\n",
+              push, stalled, run, compute.c_str(), t - run);
   if (!o.json.empty()) {
     std::ofstream f = tide::examples::open_json(o.json);
     tide::examples::JsonWriter j(f);
@@ -95,6 +122,9 @@ int main(int argc, char** argv) try {
     j.key("bare_ns_per_launch").value(b);
     j.key("tide_ns_per_op").value(t);
     j.key("throughput_vs_bare").value(b / t);
+    j.key("push_ns_per_op").value(push);
+    j.key("stalled_ns_per_op").value(stalled);
+    j.key("run_ns_per_op").value(run);
     j.key("bare_runs_ns").begin_array();
     for (double v : bare_ns) j.value(v);
     j.end_array();

@@ -62,7 +62,13 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
   git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo "with uncommitted changes"
   nvidia-smi --query-gpu=name,driver_version,memory.total,compute_mode --format=csv 2>&1
   . /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"
-  echo "cores $(nproc)"; g++ --version | head -1; cmake --version | head -1; nvcc --version | tail -1
+  echo "cores $(nproc)"; lscpu 2>/dev/null | grep -E "^(Model name|Hypervisor vendor):"
+  # What a host clock read and a kernel launch cost depend on: the clock
+  # source (a VM without a usable TSC reads its clock by a system call), and
+  # the GPU's confidential-computing mode (launches through encrypted channels).
+  echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+  nvidia-smi conf-compute -f 2>&1 | head -2
+  g++ --version | head -1; cmake --version | head -1; nvcc --version | tail -1
   mpirun --version 2>&1 | head -1
   dpkg-query -W -f '${Package} ${Version}\n' 'libnccl*' 2>/dev/null
   python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version())" 2>&1 | tail -1
