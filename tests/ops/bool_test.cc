@@ -22,16 +22,8 @@ TIDE_OPS_TEST_SUITE(BoolTest);
 
 using Bools = std::vector<bool>;
 
-template <typename F>
-void for_each_dtype(F f) {
-  f(float{});
-  f(double{});
-  f(std::int32_t{});
-  f(std::int64_t{});
-}
-
 TEST_P(BoolTest, ComparisonsMakeBoolTensorsOfEveryDtypeAndShape) {
-  for_each_dtype([&](auto tag) {
+  for_each_numeric_dtype([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     const Tensor a = from_vector(std::vector<T>{1, 2, 3, 4}, {2, 2}), b = from_vector(std::vector<T>{4, 2, 1, 4}, {2, 2});

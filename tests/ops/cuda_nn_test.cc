@@ -273,6 +273,8 @@ TEST_P(CudaNnTest, ArgmaxOfLongRowsMatchesCpu) {
     v[idx(4 * len + len / 2)] = -1.0f;
     const Tensor a = from_vector(v, {rows, len});
     EXPECT_EQ(argmax(on_gpu(a), 1).to_vector<std::int64_t>(), argmax(a, 1).to_vector<std::int64_t>());
+    const Tensor a64 = to_dtype(a, DType::f64);  // f64 packs hold two: NaN and -inf as well
+    EXPECT_EQ(argmax(on_gpu(a64), 1).to_vector<std::int64_t>(), argmax(a64, 1).to_vector<std::int64_t>());
     // The other dtypes without NaN and infinity: -1e9 in place of -inf, 0 of NaN.
     std::vector<double> w(v.begin(), v.end());
     for (double& x : w) x = std::isnan(x) ? 0.0 : std::isinf(x) ? -1e9 : x;

@@ -116,11 +116,4 @@ inline std::string label(const char* op, DType t, std::int64_t n) {
   return std::string(op) + " " + dtype_name(t) + " n=" + std::to_string(n);
 }
 
-template <typename F>
-void for_each_dtype_of(F f) {
-  f(float{});
-  f(double{});
-  f(std::int32_t{});
-}
-
 }  // namespace tide::testing

@@ -99,4 +99,19 @@ void for_each_floating(F f) {
     EXPECT_EQ(eng().stats().ops_pushed, pushed_before_) << #misuse;  \
   } while (0)
 
+/// f(T{}) for f32, f64 and i32: the dtypes most tests cover.
+template <typename F>
+void for_each_dtype_of(F f) {
+  f(float{});
+  f(double{});
+  f(std::int32_t{});
+}
+
+/// f(T{}) for every numeric dtype, i64 too.
+template <typename F>
+void for_each_numeric_dtype(F f) {
+  for_each_dtype_of(f);
+  f(std::int64_t{});
+}
+
 }  // namespace tide::testing

@@ -14,13 +14,6 @@ namespace {
 using ReductionTest = OpsTest;
 TIDE_OPS_TEST_SUITE(ReductionTest);
 
-template <typename F>
-void for_each_dtype(F f) {
-  f(float{});
-  f(double{});
-  f(std::int32_t{});
-}
-
 template <typename T>
 using Acc = std::conditional_t<std::is_integral_v<T>, std::int64_t, double>;
 
@@ -51,7 +44,7 @@ std::vector<T> reference(const std::vector<T>& v, const Shape& s, int axis, Red 
 }
 
 TEST_P(ReductionTest, AllElements) {
-  for_each_dtype([&](auto tag) {
+  for_each_dtype_of([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     const Shape shape{4, 5, 6};
@@ -72,7 +65,7 @@ TEST_P(ReductionTest, AllElements) {
 }
 
 TEST_P(ReductionTest, AlongEachAxis) {
-  for_each_dtype([&](auto tag) {
+  for_each_dtype_of([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     const Shape shape{4, 5, 6};

@@ -111,15 +111,15 @@ DeviceMemory& memory(int device) {
     int no = 0;
     TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no));
     // Kernels take their scratch memory (a two-pass reduction's partials,
-    // a loss's per-row terms) with cudaMallocAsync from the device's default
-    // pool, whose release threshold is 0 by default: every stream or event
+    // a loss's per-row terms) with cudaMallocAsync from the device's current
+    // pool (its default one), whose release threshold is 0 by default: every stream or event
     // synchronize, which the completion thread calls all the time, gave the
     // freed scratch back to the driver, and the next op's cudaMallocAsync
     // mapped memory afresh, host work on every such op. It keeps what is
     // freed, up to the same limit as the storages' cache
     // (TIDE_CUDA_POOL_KEEP_MB), and empty_cuda_cache trims it.
     cudaMemPool_t scratch_pool = nullptr;
-    TIDE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&scratch_pool, device));
+    TIDE_CUDA_CHECK(cudaDeviceGetMemPool(&scratch_pool, device));  // the one cudaMallocAsync takes from
     TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(scratch_pool, cudaMemPoolAttrReleaseThreshold, &scratch_threshold));
     TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&m.source.stream, cudaStreamNonBlocking));
     TIDE_CUDA_CHECK(cudaSetDevice(prev));
