@@ -15,13 +15,6 @@ namespace {
 using BroadcastTest = OpsTest;
 TIDE_OPS_TEST_SUITE(BroadcastTest);
 
-template <typename F>
-void for_each_dtype_of(F f) {
-  f(float{});
-  f(double{});
-  f(std::int32_t{});
-}
-
 /// Small integers (as T) in [-4, 4] with no zero (so i32 division is defined) and some
 /// equal pairs (so eq finds matches).
 template <typename T>

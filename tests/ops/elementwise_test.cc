@@ -12,13 +12,6 @@ namespace {
 using ElementwiseTest = OpsTest;
 TIDE_OPS_TEST_SUITE(ElementwiseTest);
 
-template <typename F>
-void for_each_dtype(F f) {
-  f(float{});
-  f(double{});
-  f(std::int32_t{});
-}
-
 const Shape kShape{7, 13};  // 91 elements: an odd tail for vectorized loops
 const std::size_t kN = 91;
 
@@ -39,7 +32,7 @@ void expect_binary(const std::vector<T>& got, const std::vector<T>& a, const std
 }
 
 TEST_P(ElementwiseTest, TensorTensor) {
-  for_each_dtype([&](auto tag) {
+  for_each_dtype_of([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     std::vector<T> av = random_values<T>(kN, 10, -10, 10), bv = nonzero_values<T>(11);
@@ -57,7 +50,7 @@ TEST_P(ElementwiseTest, TensorTensor) {
 }
 
 TEST_P(ElementwiseTest, WithScalar) {
-  for_each_dtype([&](auto tag) {
+  for_each_dtype_of([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     std::vector<T> av = nonzero_values<T>(12);
@@ -78,7 +71,7 @@ TEST_P(ElementwiseTest, WithScalar) {
 }
 
 TEST_P(ElementwiseTest, Unary) {
-  for_each_dtype([&](auto tag) {
+  for_each_dtype_of([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     std::vector<T> av = random_values<T>(kN, 13, -5, 5);
@@ -90,7 +83,7 @@ TEST_P(ElementwiseTest, Unary) {
       EXPECT_EQ(r[i], av[i] > 0 ? av[i] : T(0));
     }
   });
-  for_each_dtype([&](auto tag) {
+  for_each_dtype_of([&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
       std::vector<T> av = random_values<T>(kN, 14, -3, 3), pv = random_values<T>(kN, 15, 0.01, 50);
@@ -109,7 +102,7 @@ TEST_P(ElementwiseTest, Unary) {
 }
 
 TEST_P(ElementwiseTest, InPlace) {
-  for_each_dtype([&](auto tag) {
+  for_each_dtype_of([&](auto tag) {
     using T = decltype(tag);
     SCOPED_TRACE(dtype_name(dtype_v<T>));
     std::vector<T> av = random_values<T>(kN, 16, -10, 10), bv = random_values<T>(kN, 17, -10, 10);
