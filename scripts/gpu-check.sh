@@ -193,12 +193,14 @@ fi
 
 # ---- compute-sanitizer ------------------------------------------------------
 # The core test that asks for an impossible allocation on purpose is left out
-# of memcheck, which reports the out-of-memory answer as an API error.
+# of memcheck, which reports the out-of-memory answer as an API error; so is
+# the one counting tide's own bookkeeping over 10,000 adds (38 s under
+# memcheck, no kernel of its own).
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   step memcheck_ops 120 "$cs" --tool memcheck --error-exitcode 9 "$t/ops/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' || status=1
   step memcheck_core 90 "$cs" --tool memcheck --error-exitcode 9 "$t/core/tide_core_tests" \
-    --gtest_filter='*Cuda*:*gpus*:-*AnImpossibleAllocationIsAnOutOfMemoryError*' || status=1
+    --gtest_filter='*Cuda*:*gpus*:-*AnImpossibleAllocationIsAnOutOfMemoryError*:*DeviceMemoryReturnsToItsBaseline*' || status=1
   step racecheck_ops 90 "$cs" --tool racecheck --error-exitcode 9 "$t/ops/tide_ops_tests" --gtest_filter='*CudaNn*:*CudaElementwise*:*CudaReduction*' || status=1
 else
   say "no compute-sanitizer"
