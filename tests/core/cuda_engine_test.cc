@@ -179,6 +179,10 @@ TEST_P(CudaEngine, TheScratchPoolKeepsFreedMemoryUntilTheCacheIsEmptied) {
   std::uint64_t threshold = 0;
   ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
   EXPECT_EQ(threshold, std::numeric_limits<std::uint64_t>::max());
+  int internal_dependencies = 1;  // a stream never waits for another's pending free
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &internal_dependencies),
+            cudaSuccess);
+  EXPECT_EQ(internal_dependencies, 0);
 
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);

@@ -121,6 +121,10 @@ DeviceMemory& memory(int device) {
     cudaMemPool_t scratch_pool = nullptr;
     TIDE_CUDA_CHECK(cudaDeviceGetMemPool(&scratch_pool, device));  // the one cudaMallocAsync takes from
     TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(scratch_pool, cudaMemPoolAttrReleaseThreshold, &scratch_threshold));
+    // Kept longer, freed scratch would also be taken more often by another
+    // stream before its free has run, the driver making that stream wait for
+    // the freeing one: a dependency between streams that no op asked for.
+    TIDE_CUDA_CHECK(cudaMemPoolSetAttribute(scratch_pool, cudaMemPoolReuseAllowInternalDependencies, &no));
     TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&m.source.stream, cudaStreamNonBlocking));
     TIDE_CUDA_CHECK(cudaSetDevice(prev));
     m.source.pool = pool;
