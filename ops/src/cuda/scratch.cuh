@@ -48,8 +48,11 @@ class StreamScratch {
   StreamScratch(const StreamScratch&) = delete;
   StreamScratch& operator=(const StreamScratch&) = delete;
   ~StreamScratch() {
+    // In stream order: the thread (a stream's worker) ends before its
+    // stream is destroyed. Never cudaFree, which waits for the whole device,
+    // also for a collective on another stream whose peer is gone.
     for (const Entry& e : entries_)
-      if (e.p && cudaFree(e.p) != cudaSuccess) cudaGetLastError();  // at exit the driver may be gone
+      if (e.p && cudaFreeAsync(e.p, e.stream) != cudaSuccess) cudaGetLastError();  // at exit the driver may be gone
   }
 
   /// `bytes` of scratch for work enqueued on `stream` until this thread's
