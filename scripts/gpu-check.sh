@@ -148,9 +148,11 @@ step bench_kernels 120 "$ex/bench_kernels" --device cuda:0 --json "$res/bench_ke
 traced() {  # traced NAME SECONDS COMMAND...: TIDE_TRACE into $res/trace_NAME, its ops summed, the trace gzipped
   local name=$1 secs=$2
   shift 2
-  TIDE_TRACE=$res/trace_$name step "${name}_traced" "$secs" "$@" || return 1
-  "$root/launch/tide-trace" ops "$res/trace_$name/trace.rank0.json" >"$res/trace_${name}_ops.txt" 2>&1
-  gzip -f "$res/trace_$name/trace.rank0.json"
+  local file=$res/trace_$name/trace.rank0.json
+  TIDE_TRACE=$res/trace_$name step "${name}_traced" "$secs" "$@"
+  [ -f "$file" ] || { say "$name: no trace written"; return 1; }
+  "$root/launch/tide-trace" ops "$file" >"$res/trace_${name}_ops.txt" 2>&1
+  gzip -f "$file"
 }
 traced kernels 120 "$ex/bench_kernels" --device cuda:0 --repeats 3 \
   --cases sum_all,sum1,sum0,mean1,max0,max1,argmax1,bias_grad --json "$res/bench_kernels_traced.json"
