@@ -197,7 +197,7 @@ fi
 # The core test that asks for an impossible allocation on purpose is left out
 # of memcheck, which reports the out-of-memory answer as an API error; so is
 # the one counting tide's own bookkeeping over 10,000 adds (38 s under
-# memcheck, no kernel of its own).
+# memcheck; its only kernel, the add, is checked by the ops tests').
 if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   step memcheck_ops 120 "$cs" --tool memcheck --error-exitcode 9 "$t/ops/tide_ops_tests" --gtest_filter='*Cuda*:*Gpu*' || status=1
