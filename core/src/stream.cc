@@ -132,15 +132,23 @@ void Stream::publish_launched(std::uint64_t seq) {
   }
 }
 
-void Stream::want(std::uint64_t seq) {
-  std::uint64_t at = wanted_.load(std::memory_order_seq_cst);
-  while (at < seq && !wanted_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
+namespace {
+/// Raises `a` to `seq` (never lowers it).
+void raise_to(std::atomic<std::uint64_t>& a, std::uint64_t seq) {
+  std::uint64_t at = a.load(std::memory_order_seq_cst);
+  while (at < seq && !a.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
   }
 }
+}  // namespace
+
+void Stream::want(std::uint64_t seq) { raise_to(wanted_, seq); }
 
 void Stream::wait_until(std::uint64_t seq) {
   if (reached(seq)) return;
-  if (lane_) want(seq);
+  if (lane_) {
+    want(seq);
+    raise_to(host_wants_, seq);
+  }
   // A short spin catches ops that are about to finish without a sleep and a
   // wake-up (tens of microseconds); past it the waiter sleeps, so a long wait
   // costs no CPU.
@@ -334,7 +342,7 @@ void Stream::completion_worker() {
     QueuedOp* op = inflight_.pop();
     if (!op) return;
     if (op->cover != waited) {
-      fault = lane_->wait_done(op->cover);
+      fault = lane_->wait_done(op->cover, host_wants_, op->seq);
       waited = op->cover;
       if (fault && op->cover != op->seq)
         fault.what += " (at the completion event after ops " + std::to_string(op->seq) + " to " +

@@ -225,6 +225,10 @@ class Stream {
   // waiters. A waiter for an earlier op, behind it, is covered at the latest
   // with the kCoverEvery-th op or when the queue runs dry.
   std::atomic<std::uint64_t> wanted_{0};
+  // The latest op a host thread waits to see completed (wait_until; 0:
+  // none yet), raised by the waiter: the completion thread polls rather
+  // than sleeps while it waits for that op or one before it.
+  std::atomic<std::uint64_t> host_wants_{0};
   SpscQueue<QueuedOp*> inflight_;  // worker -> completion thread
   std::thread completer_;
   std::thread thread_;

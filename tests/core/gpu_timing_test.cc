@@ -19,7 +19,7 @@ struct FakeLane final : backend::Lane {
   void* native() const override { return nullptr; }
   backend::Fault record(std::uint64_t) override { return {}; }
   backend::Fault make_wait(std::uint64_t, void*, const std::atomic<std::uint64_t>&) override { return {}; }
-  backend::Fault wait_done(std::uint64_t) override { return {}; }
+  backend::Fault wait_done(std::uint64_t, const std::atomic<std::uint64_t>&, std::uint64_t) override { return {}; }
   backend::Fault record_begin(std::uint64_t) override { return {}; }
   backend::Fault record_end(std::uint64_t seq) override {
     ends.push_back(seq);

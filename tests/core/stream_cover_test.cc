@@ -7,7 +7,8 @@
 // ring holds, cross-stream order and ping-pong, a waiter for an op in the
 // middle of a burst whose later work is held on the device, an op blocked
 // on the host behind launched ops, ops the frontend launches itself on an
-// idle stream among queued ones, and shutdown with work queued.
+// idle stream among queued ones, whether the host waits for the ops an
+// event covers, and shutdown with work queued.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -84,6 +85,10 @@ struct Mark {
     std::unique_lock<std::mutex> lock(m);
     cv.wait(lock, [&] { return done; });
   }
+  bool wait_for(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(m);
+    return cv.wait_for(lock, d, [&] { return done; });
+  }
 };
 
 /// A lane on a SimQueue, with a ring of events as CudaLane has.
@@ -117,14 +122,18 @@ class SimLane final : public backend::Lane {
     static_cast<SimQueue*>(consumer)->push([mark] { mark->wait(); });
     return {};
   }
-  backend::Fault wait_done(std::uint64_t seq) override {
+  backend::Fault wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& host_wants,
+                           std::uint64_t first) override {
     std::shared_ptr<Mark> mark;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       mark = marks_[seq % kRing];
       if (recorded_at_[seq % kRing] != seq) return {"waited for an op no event was recorded after", true};
     }
-    mark->wait();
+    // Notes whether a host thread waited for these ops while the device
+    // held them (where CudaLane polls on instead of sleeping).
+    while (!mark->wait_for(std::chrono::milliseconds(1)))
+      if (host_wants.load() >= first) host_waited.store(true);
     return {};
   }
   backend::Fault record_begin(std::uint64_t) override { return {"untimed", false}; }
@@ -132,6 +141,7 @@ class SimLane final : public backend::Lane {
   bool span(std::uint64_t, std::int64_t&, std::int64_t&) override { return false; }
 
   std::atomic<std::uint64_t> records{0};
+  std::atomic<bool> host_waited{false};
 
  private:
   SimQueue queue_;
@@ -342,6 +352,35 @@ TEST(StreamCover, OpsLaunchedOnTheFrontendKeepTheStreamsOrderAndEvents) {
   EXPECT_EQ(hooks.failures.load(), 0);
   EXPECT_GE(inline_count, 300) << "every round trip's op found the stream idle";
   EXPECT_EQ(a.stream->completed(), a.stream->pushed());
+}
+
+// The completion thread learns whether a host thread waits for the ops its
+// event covers (CudaLane then polls on rather than sleeping through the
+// end of the burst): not while the ops finish with nobody waiting, and yes
+// while the host waits for them in wait_until.
+TEST(StreamCover, TheCompletionWaitKnowsWhenTheHostWaitsForItsOps) {
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  {
+    std::latch device(1);
+    push(*a.stream, [&device] { device.wait(); });  // the device holds this run
+    const std::uint64_t last = push(*a.stream, [] {});
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    device.count_down();
+    while (!a.stream->reached(last)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_FALSE(a.lane->host_waited.load()) << "nobody waited for these ops";
+  }
+  std::latch device(1);
+  push(*a.stream, [&device] { device.wait(); });
+  const std::uint64_t last = push(*a.stream, [] {});
+  std::thread release([&device] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    device.count_down();
+  });
+  a.stream->wait_until(last);
+  release.join();
+  EXPECT_TRUE(a.lane->host_waited.load()) << "the host waited for op " << last;
+  EXPECT_EQ(hooks.failures.load(), 0);
 }
 
 TEST(StreamCover, ShutdownWithWorkQueuedCompletesEverything) {

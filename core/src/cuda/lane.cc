@@ -163,16 +163,22 @@ Fault CudaLane::make_wait(std::uint64_t seq, void* consumer, const std::atomic<s
                "cudaStreamWaitEvent(consumer, event of the producer's op, 0)", __LINE__);
 }
 
-Fault CudaLane::wait_done(std::uint64_t seq) {
+Fault CudaLane::wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& host_wants, std::uint64_t first) {
   cudaEvent_t e = ev(events_[seq % kRing]);
   // Most tiny ops finish within microseconds of the previous one: poll for
-  // about 20 us before paying for a sleep and a wake-up.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+  // about 20 us before paying for a sleep and a wake-up. While a host thread
+  // waits for these ops (wait_to_read, wait_all, a blocker), poll on, up to
+  // kPollWhileWaited, as a CUDA synchronize spins by default: the sleeping
+  // wait ends with an interrupt and a thread's wake-up, and at the end of a
+  // burst that the host waits for, nothing else hides that time.
+  const auto start = std::chrono::steady_clock::now();
+  const auto until = start + std::chrono::microseconds(20), bound = start + kPollWhileWaited;
   for (;;) {
     cudaError_t r = cudaEventQuery(e);
     if (r == cudaSuccess) return {};
     if (r != cudaErrorNotReady) return fault(r, "cudaEventQuery", __LINE__);
-    if (std::chrono::steady_clock::now() > until) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now > until && (now > bound || host_wants.load(std::memory_order_relaxed) < first)) break;
     std::this_thread::yield();
   }
   cudaError_t r = cudaEventSynchronize(e);

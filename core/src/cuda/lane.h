@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -37,13 +38,16 @@ class CudaLane final : public Lane {
   void restore(int previous) const noexcept override;
   Fault record(std::uint64_t seq) override;
   Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) override;
-  Fault wait_done(std::uint64_t seq) override;
+  Fault wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& host_wants, std::uint64_t first) override;
   Fault record_begin(std::uint64_t seq) override;
   Fault record_end(std::uint64_t seq) override;
   bool span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) override;
   Fault record_begin_impl(std::uint64_t seq);
 
  private:
+  // The most a completion wait polls while a host thread waits for its ops
+  // (a GPU job that long is not a latency question: past it, a sleep).
+  static constexpr std::chrono::milliseconds kPollWhileWaited{10};
   int device_;
   void* stream_ = nullptr;
   std::vector<void*> events_;  // cudaEvent_t
