@@ -140,6 +140,10 @@ ex=$build/examples
 have_torch=0
 python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
 step async_basics_cuda 180 "$ex/async_basics" --device cuda:0 --json "$res/async_basics_cuda.json"
+# The same with the completion thread sleeping after 20 us even while the
+# host waits (as before TIDE_CUDA_WAIT_POLL_US): its A/B in this run.
+TIDE_CUDA_WAIT_POLL_US=0 step async_basics_cuda_nopoll 180 "$ex/async_basics" --device cuda:0 \
+  --json "$res/async_basics_cuda_nopoll.json"
 step bench_launch 180 "$ex/bench_launch" --device cuda:0 --json "$res/bench_launch.json"
 step bench_kernels 120 "$ex/bench_kernels" --device cuda:0 --json "$res/bench_kernels.json"
 # The reductions and the chapter's experiments again, traced: each op's work

@@ -170,7 +170,14 @@ def main():
 
     def matmul():
         t, p = load("async_basics_cuda.json"), load("torch_async_basics.json")
-        return ratio(t["matmul"]["tide_done_s"], p["matmul"]["torch_done_s"], 1.0, "lower")
+        r = ratio(t["matmul"]["tide_done_s"], p["matmul"]["torch_done_s"], 1.0, "lower")
+        # The same run with the completion thread sleeping while the host
+        # waits (TIDE_CUDA_WAIT_POLL_US=0), when the check ran it.
+        if os.path.exists(os.path.join(out, "async_basics_cuda_nopoll.json")):
+            n = load("async_basics_cuda_nopoll.json")
+            r["tide_done_s_without_wait_poll"] = n["matmul"]["tide_done_s"]
+            r["round_trip_ns_without_wait_poll"] = n["increments"]["sync_s"] / n["increments"]["count"] * 1e9
+        return r
 
     def launch():
         b = load("bench_launch.json")

@@ -36,6 +36,23 @@ TEST(CudaDevices, AskingForMoreGpusThanThereAreThrows) {
   EXPECT_THROW(Engine::create(o), ValueError);
 }
 
+// TIDE_CUDA_WAIT_POLL_US is read as each GPU stream is made: a value that
+// is not a whole number of microseconds stops the engine being made.
+TEST(CudaDevices, ABadWaitPollIsRefusedWhenTheEngineIsMade) {
+  TIDE_REQUIRE_GPU();
+  EngineOptions o;
+  o.cuda_devices = 1;
+  ::setenv("TIDE_CUDA_WAIT_POLL_US", "soon", 1);
+  try {
+    Engine::create(o);
+    ADD_FAILURE() << "an engine was made with TIDE_CUDA_WAIT_POLL_US=soon";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("TIDE_CUDA_WAIT_POLL_US=soon"), std::string::npos) << e.what();
+  }
+  ::unsetenv("TIDE_CUDA_WAIT_POLL_US");
+  EXPECT_NO_THROW(Engine::create(o));
+}
+
 TEST(CudaDevices, GpusComeAfterCpuDevices) {
   EngineOptions o;
   o.cpu_devices = 2;

@@ -11,6 +11,7 @@
 #include <tide/core/cuda_check.h>
 
 #include "../anchor_clock.h"
+#include "../memory.h"
 #include "cuda_runtime.h"
 
 namespace tide::backend::cuda_impl {
@@ -93,7 +94,13 @@ AnchorClock* device_clock(int device) {
 }
 }  // namespace
 
-CudaLane::CudaLane(int device, StreamKind kind) : device_(device) {
+namespace {
+std::chrono::microseconds poll_while_waited() {
+  return std::chrono::microseconds(memory::whole_number_env("TIDE_CUDA_WAIT_POLL_US", "microseconds").value_or(10000));
+}
+}  // namespace
+
+CudaLane::CudaLane(int device, StreamKind kind) : poll_while_waited_(poll_while_waited()), device_(device) {
   stream_ = create_stream(device, kind);
   events_.resize(kRing, nullptr);
   recorded_at_.assign(kRing, 0);
@@ -168,11 +175,11 @@ Fault CudaLane::wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& h
   // Most tiny ops finish within microseconds of the previous one: poll for
   // about 20 us before paying for a sleep and a wake-up. While a host thread
   // waits for these ops (wait_to_read, wait_all, a blocker), poll on, up to
-  // kPollWhileWaited, as a CUDA synchronize spins by default: the sleeping
+  // poll_while_waited_, as a CUDA synchronize spins by default: the sleeping
   // wait ends with an interrupt and a thread's wake-up, and at the end of a
   // burst that the host waits for, nothing else hides that time.
   const auto start = std::chrono::steady_clock::now();
-  const auto until = start + std::chrono::microseconds(20), bound = start + kPollWhileWaited;
+  const auto until = start + std::chrono::microseconds(20), bound = start + poll_while_waited_;
   for (;;) {
     cudaError_t r = cudaEventQuery(e);
     if (r == cudaSuccess) return {};

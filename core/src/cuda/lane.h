@@ -46,8 +46,9 @@ class CudaLane final : public Lane {
 
  private:
   // The most a completion wait polls while a host thread waits for its ops
-  // (a GPU job that long is not a latency question: past it, a sleep).
-  static constexpr std::chrono::milliseconds kPollWhileWaited{10};
+  // (TIDE_CUDA_WAIT_POLL_US, default 10 ms; a GPU job longer than that is
+  // not a latency question: past it, a sleep). Read before anything is made.
+  const std::chrono::microseconds poll_while_waited_;
   int device_;
   void* stream_ = nullptr;
   std::vector<void*> events_;  // cudaEvent_t
