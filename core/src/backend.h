@@ -162,9 +162,9 @@ class Lane {
   virtual Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) = 0;
   /// Completion thread: blocks until op `seq`, after which an event was
   /// recorded, has run on the device. It polls for a few microseconds, and
-  /// on for as long as a host thread waits for op `first` (the first op
-  /// the event covers) or a later one of the stream (`host_wants` >=
-  /// `first`), up to a bound, as a CUDA synchronize spins; then it sleeps.
+  /// on while a host thread waits for one of the ops the event covers
+  /// (`first` <= `host_wants` <= `seq`), up to a bound, as a CUDA
+  /// synchronize spins; then it sleeps.
   virtual Fault wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& host_wants, std::uint64_t first) = 0;
 
   // Tracing: an op's span on the device, not its launch.

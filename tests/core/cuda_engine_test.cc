@@ -7,6 +7,8 @@
 #include <latch>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #if TIDE_HAVE_CUDA
@@ -42,14 +44,26 @@ TEST(CudaDevices, ABadWaitPollIsRefusedWhenTheEngineIsMade) {
   TIDE_REQUIRE_GPU();
   EngineOptions o;
   o.cuda_devices = 1;
-  ::setenv("TIDE_CUDA_WAIT_POLL_US", "soon", 1);
-  try {
-    Engine::create(o);
-    ADD_FAILURE() << "an engine was made with TIDE_CUDA_WAIT_POLL_US=soon";
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("TIDE_CUDA_WAIT_POLL_US=soon"), std::string::npos) << e.what();
+  {
+    // Set for this block only, whatever it throws; the caller's value comes back.
+    struct Env {
+      std::optional<std::string> old;
+      Env() {
+        if (const char* v = std::getenv("TIDE_CUDA_WAIT_POLL_US")) old = v;
+        ::setenv("TIDE_CUDA_WAIT_POLL_US", "soon", 1);
+      }
+      ~Env() {
+        if (old) ::setenv("TIDE_CUDA_WAIT_POLL_US", old->c_str(), 1);
+        else ::unsetenv("TIDE_CUDA_WAIT_POLL_US");
+      }
+    } env;
+    try {
+      Engine::create(o);
+      ADD_FAILURE() << "an engine was made with TIDE_CUDA_WAIT_POLL_US=soon";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("TIDE_CUDA_WAIT_POLL_US=soon"), std::string::npos) << e.what();
+    }
   }
-  ::unsetenv("TIDE_CUDA_WAIT_POLL_US");
   EXPECT_NO_THROW(Engine::create(o));
 }
 

@@ -130,10 +130,12 @@ class SimLane final : public backend::Lane {
       mark = marks_[seq % kRing];
       if (recorded_at_[seq % kRing] != seq) return {"waited for an op no event was recorded after", true};
     }
-    // Notes whether a host thread waited for these ops while the device
-    // held them (where CudaLane polls on instead of sleeping).
-    while (!mark->wait_for(std::chrono::milliseconds(1)))
-      if (host_wants.load() >= first) host_waited.store(true);
+    // Notes whether a host thread waited for one of these ops while the
+    // device held them (where CudaLane polls on instead of sleeping).
+    while (!mark->wait_for(std::chrono::milliseconds(1))) {
+      const std::uint64_t w = host_wants.load();
+      if (w >= first && w <= seq) host_waited.store(true);
+    }
     return {};
   }
   backend::Fault record_begin(std::uint64_t) override { return {"untimed", false}; }
@@ -354,32 +356,48 @@ TEST(StreamCover, OpsLaunchedOnTheFrontendKeepTheStreamsOrderAndEvents) {
   EXPECT_EQ(a.stream->completed(), a.stream->pushed());
 }
 
-// The completion thread learns whether a host thread waits for the ops its
-// event covers (CudaLane then polls on rather than sleeping through the
-// end of the burst): not while the ops finish with nobody waiting, and yes
-// while the host waits for them in wait_until.
+// The completion thread learns whether a host thread waits for one of the
+// ops its event covers (CudaLane then polls on rather than sleeping through
+// the end of the burst): not while the ops finish with nobody waiting, nor
+// for an event the awaited op comes after (its wake-up overlaps that op's
+// work), and yes while the host waits for one of them in wait_until.
 TEST(StreamCover, TheCompletionWaitKnowsWhenTheHostWaitsForItsOps) {
+  using namespace std::chrono_literals;
   Hooks hooks;
   SimStream a(hooks, 0);
+  auto until_true = [](const std::atomic<bool>& flag) {
+    for (int i = 0; i < 5000 && !flag.load(); ++i) std::this_thread::sleep_for(1ms);
+  };
   {
     std::latch device(1);
     push(*a.stream, [&device] { device.wait(); });  // the device holds this run
     const std::uint64_t last = push(*a.stream, [] {});
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(20ms);
     device.count_down();
-    while (!a.stream->reached(last)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!a.stream->reached(last)) std::this_thread::sleep_for(1ms);
     EXPECT_FALSE(a.lane->host_waited.load()) << "nobody waited for these ops";
   }
-  std::latch device(1);
-  push(*a.stream, [&device] { device.wait(); });
-  const std::uint64_t last = push(*a.stream, [] {});
-  std::thread release([&device] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    device.count_down();
-  });
-  a.stream->wait_until(last);
-  release.join();
-  EXPECT_TRUE(a.lane->host_waited.load()) << "the host waited for op " << last;
+  {
+    // Two events: the host waits for an op of the second while the device
+    // holds the first.
+    std::latch first_run(1), second_run(1);
+    const std::uint64_t records = a.lane->records.load();
+    push(*a.stream, [&first_run] { first_run.wait(); });
+    push(*a.stream, [] {});
+    // Its event is recorded once the worker finds the queue dry.
+    for (int i = 0; i < 5000 && a.lane->records.load() == records; ++i) std::this_thread::sleep_for(1ms);
+    EXPECT_GT(a.lane->records.load(), records);
+    push(*a.stream, [&second_run] { second_run.wait(); });
+    const std::uint64_t last = push(*a.stream, [] {});
+    std::thread host([&] { a.stream->wait_until(last); });
+    std::this_thread::sleep_for(30ms);  // the host waits while the device holds the first run
+    EXPECT_FALSE(a.lane->host_waited.load()) << "the awaited op " << last << " is after this event";
+    first_run.count_down();
+    until_true(a.lane->host_waited);  // now the second run's wait holds the awaited op
+    EXPECT_TRUE(a.lane->host_waited.load()) << "the host waited for op " << last;
+    second_run.count_down();
+    host.join();
+  }
   EXPECT_EQ(hooks.failures.load(), 0);
 }
 

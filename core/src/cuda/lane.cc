@@ -96,14 +96,14 @@ AnchorClock* device_clock(int device) {
 
 namespace {
 std::chrono::microseconds poll_while_waited() {
-  return std::chrono::microseconds(memory::whole_number_env("TIDE_CUDA_WAIT_POLL_US", "microseconds").value_or(10000));
+  return std::chrono::microseconds(memory::whole_number_env("TIDE_CUDA_WAIT_POLL_US", "microseconds").value_or(2000));
 }
 }  // namespace
 
 CudaLane::CudaLane(int device, StreamKind kind) : poll_while_waited_(poll_while_waited()), device_(device) {
-  stream_ = create_stream(device, kind);
   events_.resize(kRing, nullptr);
   recorded_at_.assign(kRing, 0);
+  stream_ = create_stream(device, kind);
   try {
     for (auto& e : events_) {
       cudaEvent_t x = nullptr;
@@ -174,18 +174,24 @@ Fault CudaLane::wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& h
   cudaEvent_t e = ev(events_[seq % kRing]);
   // Most tiny ops finish within microseconds of the previous one: poll for
   // about 20 us before paying for a sleep and a wake-up. While a host thread
-  // waits for these ops (wait_to_read, wait_all, a blocker), poll on, up to
-  // poll_while_waited_, as a CUDA synchronize spins by default: the sleeping
-  // wait ends with an interrupt and a thread's wake-up, and at the end of a
-  // burst that the host waits for, nothing else hides that time.
+  // waits for one of the ops this event covers (wait_to_read, wait_all, a
+  // blocker), poll on, up to poll_while_waited_ from the start of this wait,
+  // as a CUDA synchronize spins by default: the sleeping wait ends with an
+  // interrupt and a thread's wake-up, and at the end of a burst that the
+  // host waits for, nothing else hides that time. For an earlier event the
+  // host's op is still queued behind, the wake-up overlaps that work: sleep.
   const auto start = std::chrono::steady_clock::now();
   const auto until = start + std::chrono::microseconds(20), bound = start + poll_while_waited_;
+  auto awaited_here = [&] {
+    const std::uint64_t w = host_wants.load(std::memory_order_relaxed);
+    return w >= first && w <= seq;
+  };
   for (;;) {
     cudaError_t r = cudaEventQuery(e);
     if (r == cudaSuccess) return {};
     if (r != cudaErrorNotReady) return fault(r, "cudaEventQuery", __LINE__);
     const auto now = std::chrono::steady_clock::now();
-    if (now > until && (now > bound || host_wants.load(std::memory_order_relaxed) < first)) break;
+    if (now > until && (now > bound || !awaited_here())) break;
     std::this_thread::yield();
   }
   cudaError_t r = cudaEventSynchronize(e);

@@ -46,8 +46,8 @@ class CudaLane final : public Lane {
 
  private:
   // The most a completion wait polls while a host thread waits for its ops
-  // (TIDE_CUDA_WAIT_POLL_US, default 10 ms; a GPU job longer than that is
-  // not a latency question: past it, a sleep). Read before anything is made.
+  // (TIDE_CUDA_WAIT_POLL_US, default 2 ms; past it a wake-up is a small part
+  // of the wait: a sleep). Read before anything is made.
   const std::chrono::microseconds poll_while_waited_;
   int device_;
   void* stream_ = nullptr;
