@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -166,6 +167,11 @@ class Lane {
   /// (`first` <= `host_wants` <= `seq`), up to a bound, as a CUDA
   /// synchronize spins; then it sleeps.
   virtual Fault wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& host_wants, std::uint64_t first) = 0;
+  /// How long a host thread that waits for this lane's ops to complete
+  /// (Stream::wait_until) polls before it sleeps: it is woken by the
+  /// completion thread otherwise, a second wake-up after the one wait_done
+  /// avoids. 50 us by default.
+  virtual std::chrono::microseconds host_poll() const { return std::chrono::microseconds(50); }
 
   // Tracing: an op's span on the device, not its launch.
   /// Worker: just before launching op `seq`, and just after (before

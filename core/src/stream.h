@@ -152,8 +152,11 @@ class Stream {
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
   /// A CPU device's stream (its ops' outputs are host memory).
   bool on_host() const { return lane_ == nullptr; }
-  /// Blocks until `seq` ops have completed: a short spin, then sleep.
+  /// Blocks until `seq` ops have completed: a short spin, on a GPU stream
+  /// a poll (as long as its lane's host_poll), then sleep.
   void wait_until(std::uint64_t seq);
+  /// How many times a wait_until slept (was woken by a completion).
+  std::uint64_t host_sleeps() const { return host_sleeps_.load(std::memory_order_relaxed); }
   /// The native stream of a GPU stream (cudaStream_t on CUDA), null on a
   /// CPU device.
   void* native_stream() const;
@@ -206,6 +209,7 @@ class Stream {
   alignas(64) std::atomic<std::uint64_t> wake_at_{kNobody};
   // Sleeping waiters on launched_ (GPU streams).
   std::atomic<int> waiters_{0};
+  std::atomic<std::uint64_t> host_sleeps_{0};  // see host_sleeps()
   std::mutex mutex_;
   std::condition_variable cv_;
   SpscQueue<QueuedOp*> queue_;     // frontend -> worker
@@ -216,8 +220,8 @@ class Stream {
   // the queue is empty, before an op that waits for another stream, when
   // someone waits for one of them (wanted_), and after kCoverEvery ops.
   static constexpr std::size_t kCoverEvery = 32;
-  // How long a GPU stream's threads, and a waiter for one, poll before they
-  // sleep.
+  // How long a GPU stream's worker and completion thread poll their queues
+  // before they sleep (a host waiter for its ops: lane_->host_poll()).
   static constexpr std::chrono::microseconds kGpuPoll{50};
   std::vector<QueuedOp*> uncovered_;  // worker only: launched, no event after them yet
   alignas(64) std::atomic<std::uint64_t> launched_{0};  // written by the worker: launched and covered

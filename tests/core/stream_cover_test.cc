@@ -8,7 +8,8 @@
 // middle of a burst whose later work is held on the device, an op blocked
 // on the host behind launched ops, ops the frontend launches itself on an
 // idle stream among queued ones, whether the host waits for the ops an
-// event covers, and shutdown with work queued.
+// event covers, how long a host's wait polls before it sleeps, and shutdown
+// with work queued.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -138,12 +139,14 @@ class SimLane final : public backend::Lane {
     }
     return {};
   }
+  std::chrono::microseconds host_poll() const override { return std::chrono::microseconds(host_poll_us.load()); }
   backend::Fault record_begin(std::uint64_t) override { return {"untimed", false}; }
   backend::Fault record_end(std::uint64_t) override { return {"untimed", false}; }
   bool span(std::uint64_t, std::int64_t&, std::int64_t&) override { return false; }
 
   std::atomic<std::uint64_t> records{0};
   std::atomic<bool> host_waited{false};
+  std::atomic<std::int64_t> host_poll_us{50};
 
  private:
   SimQueue queue_;
@@ -398,6 +401,25 @@ TEST(StreamCover, TheCompletionWaitKnowsWhenTheHostWaitsForItsOps) {
     second_run.count_down();
     host.join();
   }
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, AHostWaitPollsAsLongAsItsLaneSaysThenSleeps) {
+  using namespace std::chrono_literals;
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  // The device takes 30 ms over the op: a wait polling up to 10 s sees it
+  // done without sleeping; one told not to poll sleeps once and is woken.
+  a.lane->host_poll_us.store(10'000'000);
+  std::uint64_t seq = push(*a.stream, [] { std::this_thread::sleep_for(30ms); });
+  a.stream->wait_until(seq);
+  EXPECT_TRUE(a.stream->reached(seq));
+  EXPECT_EQ(a.stream->host_sleeps(), 0u) << "the wait slept within its lane's poll";
+  a.lane->host_poll_us.store(0);
+  seq = push(*a.stream, [] { std::this_thread::sleep_for(30ms); });
+  a.stream->wait_until(seq);
+  EXPECT_TRUE(a.stream->reached(seq));
+  EXPECT_EQ(a.stream->host_sleeps(), 1u) << "a wait past its lane's poll sleeps until the completion wakes it";
   EXPECT_EQ(hooks.failures.load(), 0);
 }
 

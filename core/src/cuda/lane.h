@@ -10,6 +10,7 @@
 // event of its op's run, never a later lap's.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -39,15 +40,20 @@ class CudaLane final : public Lane {
   Fault record(std::uint64_t seq) override;
   Fault make_wait(std::uint64_t seq, void* consumer, const std::atomic<std::uint64_t>& completed) override;
   Fault wait_done(std::uint64_t seq, const std::atomic<std::uint64_t>& host_wants, std::uint64_t first) override;
+  /// As long as the completion thread polls for it (at least the default).
+  std::chrono::microseconds host_poll() const override {
+    return std::max(Lane::host_poll(), poll_while_waited_);
+  }
   Fault record_begin(std::uint64_t seq) override;
   Fault record_end(std::uint64_t seq) override;
   bool span(std::uint64_t seq, std::int64_t& start_ns, std::int64_t& end_ns) override;
   Fault record_begin_impl(std::uint64_t seq);
 
  private:
-  // The most a completion wait polls while a host thread waits for its ops
-  // (TIDE_CUDA_WAIT_POLL_US, default 2 ms; past it a wake-up is a small part
-  // of the wait: a sleep). Read before anything is made.
+  // The most a completion wait polls while a host thread waits for its ops,
+  // and that host thread itself (TIDE_CUDA_WAIT_POLL_US, default 2 ms; past
+  // it a wake-up is a small part of the wait: a sleep). Read before
+  // anything is made.
   const std::chrono::microseconds poll_while_waited_;
   int device_;
   void* stream_ = nullptr;
