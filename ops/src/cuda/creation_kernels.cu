@@ -50,29 +50,30 @@ __global__ void random_kernel(T* out, std::int64_t n, std::uint64_t seed, std::u
        t += static_cast<std::uint64_t>(grid_stride())) {
     const std::uint64_t counter = first_block + t;
     const philox::Block b = philox::philox4x32_10(counter, seed);
-    double v[4];
-    if constexpr (Normal && std::is_same_v<T, float>) {
-      // f32 normals: the float transform the CPU runs (normal_f32.h).
-      float z[4];
-      normal_f32::pair(b.v[0], b.v[1], z[0], z[1]);
-      normal_f32::pair(b.v[2], b.v[3], z[2], z[3]);
-      for (int k = 0; k < 4; ++k) v[k] = z[k];
-    } else if constexpr (Normal) {
-      for (int pair = 0; pair < 2; ++pair) {
-        // 1 - u1 lies in (0, 1], so the log is finite.
-        const double u1 = philox::to_unit(b.v[2 * pair]), u2 = philox::to_unit(b.v[2 * pair + 1]);
-        const double r = sqrt(-2.0 * log(1.0 - u1));
-        const double theta = 2.0 * std::numbers::pi * u2;
-        v[2 * pair] = r * cos(theta);
-        v[2 * pair + 1] = r * sin(theta);
-      }
-    } else {
-      for (int k = 0; k < 4; ++k) v[k] = philox::to_unit(b.v[k]);
-    }
     T x[4];
-    for (int lane = 0; lane < 4; ++lane) {
-      const T y = static_cast<T>(v[lane]);
-      x[lane] = (!Normal && y >= T(1)) ? kBelowOne : y;
+    if constexpr (Normal && std::is_same_v<T, float>) {
+      // f32 normals: the float transform the CPU runs (normal_f32.h),
+      // stored as they come (no round trip through double).
+      normal_f32::pair(b.v[0], b.v[1], x[0], x[1]);
+      normal_f32::pair(b.v[2], b.v[3], x[2], x[3]);
+    } else {
+      double v[4];
+      if constexpr (Normal) {
+        for (int pair = 0; pair < 2; ++pair) {
+          // 1 - u1 lies in (0, 1], so the log is finite.
+          const double u1 = philox::to_unit(b.v[2 * pair]), u2 = philox::to_unit(b.v[2 * pair + 1]);
+          const double r = sqrt(-2.0 * log(1.0 - u1));
+          const double theta = 2.0 * std::numbers::pi * u2;
+          v[2 * pair] = r * cos(theta);
+          v[2 * pair + 1] = r * sin(theta);
+        }
+      } else {
+        for (int k = 0; k < 4; ++k) v[k] = philox::to_unit(b.v[k]);
+      }
+      for (int lane = 0; lane < 4; ++lane) {
+        const T y = static_cast<T>(v[lane]);
+        x[lane] = (!Normal && y >= T(1)) ? kBelowOne : y;
+      }
     }
     // A whole block inside the output, 16-byte aligned there (every block
     // but the ends when the offset is a multiple of 4): one or two 16-byte
