@@ -2,6 +2,7 @@
 // exactly; f32 and f64 sums and means within the bound below, since the GPU
 // adds in a tree where the CPU adds in sequence. Reruns on the GPU must give
 // identical bits.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -24,8 +25,9 @@ std::string describe(const Case& c) {
   return c.shape.str() + (c.axis ? " axis " + std::to_string(*c.axis) : " all");
 }
 
-/// Long and short rows and columns, several chunks per output, empty axes,
-/// and shapes whose sizes are not multiples of the block size.
+/// Long and short rows and columns, several chunks per output (a few, which
+/// one launch reduces, and many), empty axes, and shapes whose sizes are not
+/// multiples of the block size.
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (std::int64_t n : kGpuSizes) out.push_back({Shape{n}, std::nullopt});
@@ -34,7 +36,12 @@ std::vector<Case> cases() {
                          Shape{7, 300, 5}, Shape{2, 513, 4}, Shape{big, 2}, Shape{2, big},
                          // packed columns in many chunks with a ragged last one; a sum
                          // of all of it in more than 1,024 row chunks
-                         Shape{1030, 1028}, Shape{4099, 1037}}) {
+                         Shape{1030, 1028}, Shape{4099, 1037},
+                         // columns in 2 to 8 chunks, both passes in one launch: packed
+                         // (a bias gradient at batch 64; a ragged last chunk; many
+                         // blocks) and not (7 and 3 wide; a whole short vector)
+                         Shape{64, 512}, Shape{200, 36}, Shape{40, 33000}, Shape{5, 250, 4},
+                         Shape{100, 7}, Shape{5, 250, 3}, Shape{250}, Shape{33}}) {
     out.push_back({s, std::nullopt});
     for (int axis = 0; axis < s.ndim(); ++axis) out.push_back({s, axis});
   }
@@ -151,6 +158,54 @@ TEST_P(CudaReductionTest, RerunsGiveIdenticalBits) {
       const std::vector<double> d2 = reduce(r, td, c).to_vector<double>();
       EXPECT_EQ(std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(double)), 0)
           << red_name(r) << " f64 " << describe(c);
+    }
+  }
+}
+
+// A column sum or mean in a few chunks (one launch: each output's chunks in
+// one block) adds as the two passes do: each chunk of rows in row order from
+// zero, then the chunks' sums in chunk order from zero (a mean then divides
+// by the count). For these f64 shapes the kernels cut the reduced axis into
+// at most ceil(len / 32) chunks, evened out: 7 of 29 rows for 200 rows (the
+// last 26), 8 of 32 for 250 (the last 26), packed in pairs of columns for 36
+// and 4 columns and one by one for 3. In double every other order shows in
+// the last bits.
+TEST_P(CudaReductionTest, ColumnsInAFewChunksAddInTheTwoPassesOrder) {
+  TIDE_REQUIRE_GPU();
+  GpuEngine eng(GetParam());
+  struct Cut {
+    Shape shape;
+    int axis;
+    std::int64_t chunk_len;
+  };
+  for (const Cut& cut : {Cut{Shape{200, 36}, 0, 29}, Cut{Shape{5, 250, 4}, 1, 32}, Cut{Shape{5, 250, 3}, 1, 32}}) {
+    const std::vector<double> v = random_values<double>(static_cast<std::size_t>(cut.shape.numel()), 71, -1.0, 1.0);
+    const std::int64_t len = cut.shape[cut.axis];
+    std::int64_t outer = 1, inner = 1;
+    for (int d = 0; d < cut.axis; ++d) outer *= cut.shape[d];
+    for (int d = cut.axis + 1; d < cut.shape.ndim(); ++d) inner *= cut.shape[d];
+    std::vector<double> want(static_cast<std::size_t>(outer * inner));
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t j = 0; j < inner; ++j) {
+        double total = 0.0;
+        for (std::int64_t begin = 0; begin < len; begin += cut.chunk_len) {
+          double chunk = 0.0;
+          for (std::int64_t k = begin; k < std::min(len, begin + cut.chunk_len); ++k)
+            chunk += v[static_cast<std::size_t>((o * len + k) * inner + j)];
+          total += chunk;
+        }
+        want[static_cast<std::size_t>(o * inner + j)] = total;
+      }
+    const Tensor g = to_gpu(v, cut.shape);
+    for (bool is_mean : {false, true}) {
+      const std::vector<double> got = (is_mean ? mean(g, cut.axis) : sum(g, cut.axis)).to_vector<double>();
+      ASSERT_EQ(got.size(), want.size()) << cut.shape.str();
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double w = is_mean ? want[i] / static_cast<double>(len) : want[i];
+        EXPECT_EQ(std::memcmp(&got[i], &w, sizeof(double)), 0)
+            << (is_mean ? "mean " : "sum ") << cut.shape.str() << " axis " << cut.axis << " output " << i << ": "
+            << got[i] << " vs " << w;
+      }
     }
   }
 }

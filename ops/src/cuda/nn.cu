@@ -126,17 +126,8 @@ __global__ void softmax_ce_backward_kernel(const T* probs, const std::int32_t* l
   }
 }
 
-/// Frees a cudaMallocAsync'd buffer in stream order, also when a launch
-/// between the two throws.
-struct AsyncBuffer {
-  void* ptr = nullptr;
-  cudaStream_t stream = nullptr;
-  AsyncBuffer(std::size_t bytes, cudaStream_t s) : ptr(scratch_alloc(bytes, s)), stream(s) {}
-  AsyncBuffer(const AsyncBuffer&) = delete;
-  AsyncBuffer& operator=(const AsyncBuffer&) = delete;
-  // Its error, if any, is the stream's and shows at the stream's next check.
-  ~AsyncBuffer() { (void)cudaFreeAsync(ptr, stream); }
-};
+/// The loss's per-row terms: a block kept per stream by its worker (scratch.cuh).
+thread_local StreamScratch t_loss_scratch;
 
 // ---------------------------------------------------------------------------
 // Argmax. Both kernels give what the CPU's scan in order gives: the first NaN
@@ -349,18 +340,19 @@ void softmax_cross_entropy(void* stream, DType dtype, const void* logits,
                            std::int64_t classes) {
   // rows >= 1 and classes >= 1: checked on the frontend.
   const auto s = static_cast<cudaStream_t>(stream);
-  AsyncBuffer row_loss(static_cast<std::size_t>(rows) * sizeof(double), s);
+  OpScratch row_loss(t_loss_scratch, static_cast<std::size_t>(rows) * sizeof(double), s);
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(rows, kMaxBlocks));
     softmax_rows_kernel<<<grid, kBlock, 0, s>>>(static_cast<const T*>(logits), labels,
                                                 static_cast<T*>(probs),
-                                                static_cast<double*>(row_loss.ptr), rows, classes);
+                                                static_cast<double*>(row_loss.get()), rows, classes);
     TIDE_CUDA_LAUNCH_CHECK();
-    mean_loss_kernel<<<1, kBlock, 0, s>>>(static_cast<const double*>(row_loss.ptr),
+    mean_loss_kernel<<<1, kBlock, 0, s>>>(static_cast<const double*>(row_loss.get()),
                                           static_cast<T*>(loss), rows);
     TIDE_CUDA_LAUNCH_CHECK();
   });
+  row_loss.release();
 }
 
 void softmax_cross_entropy_backward(void* stream, DType dtype, const void* probs,

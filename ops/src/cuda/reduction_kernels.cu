@@ -10,19 +10,21 @@
 // four or two side-by-side outputs, in 16-byte loads, when the rows allow). Pass 2 (only
 // when chunks > 1) adds each output's partials: in chunk order by a thread,
 // or, for an output of many chunks, by a block (side-by-side chunks) or 8
-// threads (chunks a row of outputs apart), in a fixed tree. No atomics,
-// and nothing depends on the grid size, so reruns give identical bits.
+// threads (chunks a row of outputs apart), in a fixed tree. Columns of at
+// most 8 chunks do both passes in one launch, a block holding each output's
+// chunks (cols_fused_kernel), with the same bits. No atomics, and nothing
+// depends on the grid size, so reruns give identical bits.
 #include "reduction_kernels.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include <tide/core/assert.h>
 #include <tide/core/cuda_check.h>
 #include <tide/core/error.h>
-#include <tide/core/stream_worker.h>
 
 #include "../reduce_functors.h"
 #include "grid_util.cuh"
@@ -215,6 +217,81 @@ __global__ void cols_packed_kernel(const T* in, AccOf<T, M>* partial, T* out, st
   }
 }
 
+// Pass 2's blocks for partials a row of outputs apart (finalize_cols_kernel),
+// and the fused kernel's: kColsX side-by-side outputs (or packs) in x, and
+// kColsY threads per output in y.
+constexpr unsigned kColsX = 32, kColsY = kThreads / kColsX;
+
+/// Strided columns in at most kColsY chunks, both passes in one launch: a
+/// block holds kColsX side-by-side units (an output, or a pack of W outputs
+/// when Packed) in x and their chunks in y (blockDim.x is kColsX x the
+/// chunk count, so no row of threads is idle). Each thread reduces its chunk of its unit
+/// in row order, as cols_kernel and cols_packed_kernel do; then the block's
+/// first row combines the chunks' results in chunk order from the identity,
+/// as finalize_kernel does, and writes the outputs. The same bits as the two
+/// passes, without the second launch and the partials: what a small column
+/// sum (a bias gradient at a batch of 64) costs is its launches.
+template <typename T, Mode M, bool Packed>
+__global__ void cols_fused_kernel(const T* in, T* out, std::int64_t outer, std::int64_t len, std::int64_t inner,
+                                  std::int64_t chunk_len) {
+  using Op = OpOf<T, M>;
+  using Acc = AccOf<T, M>;
+  using P = Pack16<T>;
+  constexpr int W = Packed ? P::kWidth : 1;
+  __shared__ Acc part[kColsY][W][kColsX];
+  const unsigned x = threadIdx.x % kColsX, y = threadIdx.x / kColsX;
+  const std::int64_t chunks = blockDim.x / kColsX;  // a row of threads per chunk
+  const std::int64_t per_outer = inner / W;  // units of each outer index
+  const std::int64_t units = outer * per_outer;
+  for (std::int64_t base = std::int64_t{blockIdx.x} * kColsX; base < units;
+       base += std::int64_t{gridDim.x} * kColsX) {
+    const std::int64_t idx = base + x;
+    Acc acc[W];
+#pragma unroll
+    for (int l = 0; l < W; ++l) acc[l] = Op::identity();
+    if (idx < units) {
+      const std::int64_t o = idx / per_outer, ju = idx % per_outer;
+      const std::int64_t begin = static_cast<std::int64_t>(y) * chunk_len, end = std::min(len, begin + chunk_len);
+      if constexpr (Packed) {
+        const P* p = reinterpret_cast<const P*>(in + o * len * inner) + ju;
+        // As cols_packed_kernel: eight rows' packs in flight, added in row order.
+        std::int64_t k = begin;
+        for (; k + 8 <= end; k += 8) {
+          P v[8];
+#pragma unroll
+          for (int u = 0; u < 8; ++u) v[u] = p[(k + u) * per_outer];
+#pragma unroll
+          for (int u = 0; u < 8; ++u)
+#pragma unroll
+            for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(v[u].v[l]));
+        }
+        for (; k < end; ++k) {
+          const P v = p[k * per_outer];
+#pragma unroll
+          for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(v.v[l]));
+        }
+      } else {
+        const T* p = in + o * len * inner + ju;
+#pragma unroll 4
+        for (std::int64_t k = begin; k < end; ++k) acc[0] = Op::combine(acc[0], static_cast<Acc>(p[k * inner]));
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < W; ++l) part[y][l][x] = acc[l];
+    __syncthreads();
+    if (y == 0 && idx < units) {
+      const std::int64_t o = idx / per_outer, j = (idx % per_outer) * W;
+#pragma unroll
+      for (int l = 0; l < W; ++l) {
+        Acc r = Op::identity();
+        for (std::int64_t c = 0; c < chunks; ++c) r = Op::combine(r, part[c][l][x]);
+        out[o * inner + j + l] = finish<T, M>(r, len);
+      }
+    }
+    __syncthreads();  // part is refilled for the next units only after the first row has read it
+  }
+}
+
 /// Pass 2: each output combines its chunks' partials in chunk order.
 template <typename T, Mode M>
 __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outer,
@@ -277,8 +354,6 @@ __global__ void __launch_bounds__(kThreads) finalize_rows_kernel(const AccOf<T, 
 /// y, y + 8, y + 16, ... in order, then the first combines the 8 results in
 /// order: a fixed tree whatever the grid. A thread per output took 4,096
 /// threads to read a 4096 x 4096 column sum's 2 MB of partials.
-constexpr unsigned kColsX = 32, kColsY = kThreads / kColsX;
-
 template <typename T, Mode M>
 __global__ void __launch_bounds__(kThreads) finalize_cols_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outer,
                                      std::int64_t chunks, std::int64_t inner, std::int64_t len) {
@@ -343,21 +418,6 @@ constexpr std::int64_t kMaxRowChunks = 4096;
 
 thread_local StreamScratch t_scratch;
 
-/// Partials over StreamScratch's size: freed on the stream after pass 2,
-/// or if the launches between throw.
-struct Scratch {
-  void* p = nullptr;
-  cudaStream_t s = nullptr;
-  ~Scratch() {
-    if (p) (void)cudaFreeAsync(p, s);  // a failure is already being thrown
-  }
-  void release() {
-    void* q = p;
-    p = nullptr;
-    TIDE_CUDA_CHECK(cudaFreeAsync(q, s));
-  }
-};
-
 template <typename T, Mode M>
 void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::int64_t inner,
               cudaStream_t stream) {
@@ -376,20 +436,27 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   const std::int64_t chunk_len = ceil_div(len, chunks);  // 0 when len == 0: empty sums
   if (chunk_len > 0) chunks = ceil_div(len, chunk_len);  // so no chunk is empty
 
-  // The partials: this thread's block for the stream, or, when larger, one
-  // allocated and freed in stream order (Scratch).
-  Scratch scratch{nullptr, stream};
+  if (!rows && chunks > 1 && chunks <= static_cast<std::int64_t>(kColsY)) {
+    // Few chunks: both passes in one launch, no partials.
+    const std::int64_t units = packed ? outputs / W : outputs;
+    const auto blocks = static_cast<unsigned>(std::min(ceil_div(units, kColsX), kMaxBlocks));
+    const auto threads = static_cast<unsigned>(kColsX * chunks);
+    if (packed)
+      cols_fused_kernel<T, M, true><<<blocks, threads, 0, stream>>>(in, out, outer, len, inner, chunk_len);
+    else
+      cols_fused_kernel<T, M, false><<<blocks, threads, 0, stream>>>(in, out, outer, len, inner, chunk_len);
+    TIDE_CUDA_LAUNCH_CHECK();
+    return;
+  }
+  // The partials: this worker's block for the stream, or, when larger (or
+  // on the frontend, launching on an idle stream, which would keep blocks of
+  // streams long destroyed, whose handles a later stream may reuse), one
+  // allocated and freed in stream order.
+  std::optional<OpScratch> scratch;
   Acc* partial = nullptr;
   if (chunks > 1) {
-    const auto bytes = static_cast<std::size_t>(outputs * chunks) * sizeof(Acc);
-    // Only a stream's worker keeps a block: it ends before its stream (the
-    // frontend, launching on an idle stream, would keep blocks of streams
-    // long destroyed, whose handles a later stream may reuse).
-    if (on_stream_worker()) partial = static_cast<Acc*>(t_scratch.get(bytes, stream));
-    if (!partial) {
-      scratch.p = scratch_alloc(bytes, stream);
-      partial = static_cast<Acc*>(scratch.p);
-    }
+    scratch.emplace(t_scratch, static_cast<std::size_t>(outputs * chunks) * sizeof(Acc), stream);
+    partial = static_cast<Acc*>(scratch->get());
   }
   if (rows) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(outer * chunks, 1 << 16));
@@ -414,7 +481,7 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
       finalize_kernel<T, M><<<grid_for(outputs), kThreads, 0, stream>>>(partial, out, outer, chunks,
                                                                         inner, len);
     TIDE_CUDA_LAUNCH_CHECK();
-    if (scratch.p) scratch.release();
+    scratch->release();
   }
 }
 

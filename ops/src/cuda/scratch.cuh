@@ -9,6 +9,7 @@
 
 #include <tide/core/cuda_check.h>
 #include <tide/core/device.h>
+#include <tide/core/stream_worker.h>
 
 namespace tide::cuda_kernels {
 
@@ -83,6 +84,42 @@ class StreamScratch {
     std::size_t bytes;
   };
   std::vector<Entry> entries_;
+};
+
+/// One op's scratch on `stream`: the block `kept` holds for the stream
+/// when the caller is a stream's worker (tide::on_stream_worker) and
+/// `bytes` fits, with no call to the driver; else memory allocated in stream
+/// order now and freed in stream order by release(), or, when a launch in
+/// between throws, by the destructor.
+class OpScratch {
+ public:
+  OpScratch(StreamScratch& kept, std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    if (on_stream_worker()) p_ = kept.get(bytes, stream);
+    if (!p_) {
+      p_ = scratch_alloc(bytes, stream);
+      owned_ = true;
+    }
+  }
+  OpScratch(const OpScratch&) = delete;
+  OpScratch& operator=(const OpScratch&) = delete;
+  ~OpScratch() {
+    // An exception is already on its way: this error is not the one to report.
+    if (owned_ && cudaFreeAsync(p_, stream_) != cudaSuccess) cudaGetLastError();
+  }
+
+  void* get() const { return p_; }
+  /// After the last launch that uses it: frees what was allocated for it
+  /// (in stream order); throws tide::CudaError when that fails.
+  void release() {
+    if (!owned_) return;
+    owned_ = false;
+    TIDE_CUDA_CHECK(cudaFreeAsync(p_, stream_));
+  }
+
+ private:
+  void* p_ = nullptr;
+  cudaStream_t stream_;
+  bool owned_ = false;
 };
 
 }  // namespace tide::cuda_kernels
