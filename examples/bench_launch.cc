@@ -1,6 +1,8 @@
 // Launch throughput of tiny ops on a GPU: tide's y = x + 1 (push, dependency
-// tracking, a worker launching on the stream, an event per op) against a
-// bare loop of kernel launches on one stream, alternated in one run.
+// tracking, a worker launching on the stream, an event after runs of ops, a
+// completion thread) against a bare loop of kernel launches on one stream,
+// and that loop with an event per 32 launches and a thread polling them,
+// alternated in one run.
 //
 //   bench_launch [--device cuda:0] [--ops 20000] [--repeats 7] [--elements 2] [--json FILE]
 #include <cstdio>
@@ -91,20 +93,33 @@ int main(int argc, char** argv) try {
   run_ns.clear();
   stalled_ns.clear();
 
-  std::vector<double> bare_ns, tide_ns;
-  for (int r = 0; r < o.repeats; ++r) {  // alternated, so drift hits both alike
-    std::int64_t t0 = now_ns();
-    bare.run(o.ops);
-    std::int64_t t1 = now_ns();
+  // Beside the bare loop, the same loop with what tide's completion
+  // tracking adds on the driver's side: an event after every 32nd launch,
+  // then also a thread querying the latest event all the time (tide's
+  // completion thread queries for about 20 us per event, then sleeps).
+  // Each step's cost tells how much of tide's gap is the driver's.
+  using Extra = tide::examples::BareLoop::Extra;
+  auto per_launch = [&](Extra extra) {
+    const std::int64_t t0 = now_ns();
+    bare.run(o.ops, extra);
+    return static_cast<double>(now_ns() - t0) / o.ops;
+  };
+  std::vector<double> bare_ns, events_ns, polled_ns, tide_ns;
+  for (int r = 0; r < o.repeats; ++r) {  // alternated, so drift hits all alike
+    bare_ns.push_back(per_launch(Extra::none));
+    events_ns.push_back(per_launch(Extra::events));
+    polled_ns.push_back(per_launch(Extra::polled));
+    const std::int64_t t0 = now_ns();
     tide_loop();
-    std::int64_t t2 = now_ns();
-    bare_ns.push_back(static_cast<double>(t1 - t0) / o.ops);
-    tide_ns.push_back(static_cast<double>(t2 - t1) / o.ops);
+    tide_ns.push_back(static_cast<double>(now_ns() - t0) / o.ops);
   }
   const double b = median(bare_ns), t = median(tide_ns);
+  const double be = median(events_ns), bp = median(polled_ns);
   std::printf("bench_launch on %s: %d tiny ops (%d elements), median of %d\n", o.device.str().c_str(), o.ops,
               o.elements, o.repeats);
   std::printf("  bare launch loop   %8.0f ns per launch\n", b);
+  std::printf("  + an event per 32  %8.0f ns per launch\n", be);
+  std::printf("  + a thread polling %8.0f ns per launch (the event, with a yield between queries)\n", bp);
   std::printf("  tide y = x + 1     %8.0f ns per op\n", t);
   std::printf("  tide throughput = %.0f%% of the bare loop (target >= 90%%: %s)\n", 100.0 * b / t,
               b / t >= 0.9 ? "met" : "missed");
@@ -126,6 +141,8 @@ int main(int argc, char** argv) try {
     j.key("ops").value(o.ops);
     j.key("elements").value(o.elements);
     j.key("bare_ns_per_launch").value(b);
+    j.key("bare_events_ns_per_launch").value(be);
+    j.key("bare_polled_ns_per_launch").value(bp);
     j.key("tide_ns_per_op").value(t);
     j.key("throughput_vs_bare").value(b / t);
     j.key("push_ns_per_op").value(push);
@@ -133,6 +150,12 @@ int main(int argc, char** argv) try {
     j.key("run_ns_per_op").value(run);
     j.key("bare_runs_ns").begin_array();
     for (double v : bare_ns) j.value(v);
+    j.end_array();
+    j.key("bare_events_runs_ns").begin_array();
+    for (double v : events_ns) j.value(v);
+    j.end_array();
+    j.key("bare_polled_runs_ns").begin_array();
+    for (double v : polled_ns) j.value(v);
     j.end_array();
     j.key("tide_runs_ns").begin_array();
     for (double v : tide_ns) j.value(v);

@@ -1,6 +1,10 @@
 // The physical floor for tiny ops: a plain loop of kernel launches on one
-// stream, with no runtime in between (the baseline of bench_launch).
+// stream, with no runtime in between (the baseline of bench_launch), and
+// the same loop with events and a polling thread beside it.
 #include <cuda_runtime.h>
+
+#include <atomic>
+#include <thread>
 
 #include <tide/core/cuda_check.h>
 
@@ -11,11 +15,13 @@ __global__ void add_one(const float* x, float* y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = x[i] + 1.0f;
 }
+
+constexpr int kEventEvery = 32;  // as a tide GPU stream covers a run of launched ops
 }  // namespace
 
 namespace tide::examples {
 
-BareLoop::BareLoop(int device, int elements) : elements_(elements) {
+BareLoop::BareLoop(int device, int elements) : device_(device), elements_(elements) {
   TIDE_CUDA_CHECK(cudaSetDevice(device));
   cudaStream_t s = nullptr;
   TIDE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -23,21 +29,51 @@ BareLoop::BareLoop(int device, int elements) : elements_(elements) {
   TIDE_CUDA_CHECK(cudaMalloc(&x_, sizeof(float) * static_cast<std::size_t>(elements)));
   TIDE_CUDA_CHECK(cudaMalloc(&y_, sizeof(float) * static_cast<std::size_t>(elements)));
   TIDE_CUDA_CHECK(cudaMemset(x_, 0, sizeof(float) * static_cast<std::size_t>(elements)));
+  for (void*& e : events_) {
+    cudaEvent_t ev = nullptr;
+    // As tide's completion events: no timing, a blocking synchronize.
+    TIDE_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventBlockingSync));
+    e = ev;
+  }
 }
 
 BareLoop::~BareLoop() {
+  for (void* e : events_)
+    if (e) cudaEventDestroy(static_cast<cudaEvent_t>(e));
   cudaFree(x_);
   cudaFree(y_);
   cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
-void BareLoop::run(int launches) {
+void BareLoop::run(int launches, Extra extra) {
   auto s = static_cast<cudaStream_t>(stream_);
   const int threads = 128, blocks = (elements_ + threads - 1) / threads;
+  // The poller queries the event recorded last (two in turn, as tide's
+  // ring records one only after the one before it).
+  std::atomic<int> latest{-1};
+  std::atomic<bool> stop{false};
+  std::thread poller;
+  if (extra == Extra::polled) {
+    poller = std::thread([&] {
+      if (cudaSetDevice(device_) != cudaSuccess) return;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const int e = latest.load(std::memory_order_acquire);
+        if (e >= 0) (void)cudaEventQuery(static_cast<cudaEvent_t>(events_[e]));
+        std::this_thread::yield();
+      }
+    });
+  }
   for (int i = 0; i < launches; ++i) {
     add_one<<<blocks, threads, 0, s>>>(static_cast<const float*>(x_), static_cast<float*>(y_), elements_);
     TIDE_CUDA_LAUNCH_CHECK();
+    if (extra != Extra::none && (i + 1) % kEventEvery == 0) {
+      const int e = (i / kEventEvery) % 2;
+      TIDE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(events_[e]), s));
+      latest.store(e, std::memory_order_release);
+    }
   }
+  stop.store(true);
+  if (poller.joinable()) poller.join();
   TIDE_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 

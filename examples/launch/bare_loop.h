@@ -1,22 +1,35 @@
-// A bare CUDA launch loop (compiled by nvcc in bare_loop.cu).
+// A bare CUDA launch loop (compiled by nvcc in bare_loop.cu), and the same
+// loop with the pieces of a runtime's completion tracking added one at a
+// time, so that the cost of each shows beside tide's.
 #pragma once
 
 namespace tide::examples {
 
 class BareLoop {
  public:
+  /// What runs beside the launches.
+  enum class Extra {
+    none,    // launches only
+    events,  // an event recorded after every 32nd launch
+    polled,  // those events, and another thread querying the latest one
+             // (cudaEventQuery, then a yield) the whole time
+  };
+
   BareLoop(int device, int elements);
   ~BareLoop();
   BareLoop(const BareLoop&) = delete;
   BareLoop& operator=(const BareLoop&) = delete;
-  /// `launches` kernels computing y = x + 1 back to back, then a sync.
-  void run(int launches);
+  /// `launches` kernels computing y = x + 1 back to back, with `extra`
+  /// beside them, then a sync.
+  void run(int launches, Extra extra = Extra::none);
 
  private:
+  int device_;
   int elements_;
   void* stream_ = nullptr;
   void* x_ = nullptr;
   void* y_ = nullptr;
+  void* events_[2] = {nullptr, nullptr};
 };
 
 }  // namespace tide::examples
