@@ -143,6 +143,43 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const T* in, AccOf<T, M>
   }
 }
 
+/// One column's rows [begin, end) combined into `acc` in row order, `p`
+/// pointing at its element of row 0 and rows `inner` elements apart.
+/// Unrolled so that several loads are in flight; the adds keep the order.
+template <typename Op, typename T>
+__device__ __forceinline__ void walk_column(typename Op::Acc& acc, const T* p, std::int64_t inner, std::int64_t begin,
+                                            std::int64_t end) {
+  using Acc = typename Op::Acc;
+#pragma unroll 4
+  for (std::int64_t k = begin; k < end; ++k) acc = Op::combine(acc, static_cast<Acc>(p[k * inner]));
+}
+
+/// The same for a pack of W side-by-side columns, one accumulator each,
+/// rows `stride` packs apart: eight rows' packs (128 bytes) are loaded
+/// before any is added, and the adds keep row order.
+template <typename Op, typename T>
+__device__ __forceinline__ void walk_packed_columns(typename Op::Acc (&acc)[Pack16<T>::kWidth], const Pack16<T>* p,
+                                                    std::int64_t stride, std::int64_t begin, std::int64_t end) {
+  using Acc = typename Op::Acc;
+  using P = Pack16<T>;
+  constexpr int W = P::kWidth;
+  std::int64_t k = begin;
+  for (; k + 8 <= end; k += 8) {
+    P x[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) x[u] = p[(k + u) * stride];
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+#pragma unroll
+      for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(x[u].v[l]));
+  }
+  for (; k < end; ++k) {
+    const P x = p[k * stride];
+#pragma unroll
+    for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(x.v[l]));
+  }
+}
+
 /// Pass 1 on strided columns: one thread per (outer, chunk, inner) in that
 /// layout, summing its chunk in index order.
 template <typename T, Mode M>
@@ -156,12 +193,8 @@ __global__ void cols_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int6
     const std::int64_t j = idx % inner, t = idx / inner;
     const std::int64_t c = t % chunks, o = t / chunks;
     const std::int64_t begin = c * chunk_len, end = std::min(len, begin + chunk_len);
-    const T* p = in + o * len * inner + j;
     Acc acc = Op::identity();
-    // Unrolled so that several loads are in flight per thread; the sum
-    // still goes in index order.
-#pragma unroll 4
-    for (std::int64_t k = begin; k < end; ++k) acc = Op::combine(acc, static_cast<Acc>(p[k * inner]));
+    walk_column<Op>(acc, in + o * len * inner + j, inner, begin, end);
     if (partial) partial[idx] = acc;
     else out[o * inner + j] = finish<T, M>(acc, len);
   }
@@ -179,35 +212,18 @@ __global__ void cols_packed_kernel(const T* in, AccOf<T, M>* partial, T* out, st
                                    std::int64_t chunk_len) {
   using Op = OpOf<T, M>;
   using Acc = AccOf<T, M>;
-  using P = Pack16<T>;
-  constexpr int W = P::kWidth;
+  constexpr int W = Pack16<T>::kWidth;
   const std::int64_t inner_packs = inner / W;
   const std::int64_t total = outer * chunks * inner_packs;
   for (std::int64_t idx = first_index(); idx < total; idx += grid_stride()) {
     const std::int64_t jp = idx % inner_packs, t = idx / inner_packs;
     const std::int64_t c = t % chunks, o = t / chunks;
     const std::int64_t begin = c * chunk_len, end = std::min(len, begin + chunk_len);
-    const P* p = reinterpret_cast<const P*>(in + o * len * inner) + jp;
     Acc acc[W];
 #pragma unroll
     for (int l = 0; l < W; ++l) acc[l] = Op::identity();
-    // Eight rows' packs loaded before any is added: eight loads (128 bytes)
-    // in flight per thread. The adds keep row order.
-    std::int64_t k = begin;
-    for (; k + 8 <= end; k += 8) {
-      P x[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) x[u] = p[(k + u) * inner_packs];
-#pragma unroll
-      for (int u = 0; u < 8; ++u)
-#pragma unroll
-        for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(x[u].v[l]));
-    }
-    for (; k < end; ++k) {
-      const P x = p[k * inner_packs];
-#pragma unroll
-      for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(x.v[l]));
-    }
+    walk_packed_columns<Op>(acc, reinterpret_cast<const Pack16<T>*>(in + o * len * inner) + jp, inner_packs, begin,
+                            end);
     const std::int64_t j = jp * W;
 #pragma unroll
     for (int l = 0; l < W; ++l) {
@@ -252,29 +268,11 @@ __global__ void cols_fused_kernel(const T* in, T* out, std::int64_t outer, std::
     if (idx < units) {
       const std::int64_t o = idx / per_outer, ju = idx % per_outer;
       const std::int64_t begin = static_cast<std::int64_t>(y) * chunk_len, end = std::min(len, begin + chunk_len);
-      if constexpr (Packed) {
-        const P* p = reinterpret_cast<const P*>(in + o * len * inner) + ju;
-        // As cols_packed_kernel: eight rows' packs in flight, added in row order.
-        std::int64_t k = begin;
-        for (; k + 8 <= end; k += 8) {
-          P v[8];
-#pragma unroll
-          for (int u = 0; u < 8; ++u) v[u] = p[(k + u) * per_outer];
-#pragma unroll
-          for (int u = 0; u < 8; ++u)
-#pragma unroll
-            for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(v[u].v[l]));
-        }
-        for (; k < end; ++k) {
-          const P v = p[k * per_outer];
-#pragma unroll
-          for (int l = 0; l < W; ++l) acc[l] = Op::combine(acc[l], static_cast<Acc>(v.v[l]));
-        }
-      } else {
-        const T* p = in + o * len * inner + ju;
-#pragma unroll 4
-        for (std::int64_t k = begin; k < end; ++k) acc[0] = Op::combine(acc[0], static_cast<Acc>(p[k * inner]));
-      }
+      // As the pass-1 kernels walk a chunk.
+      if constexpr (Packed)
+        walk_packed_columns<Op>(acc, reinterpret_cast<const P*>(in + o * len * inner) + ju, per_outer, begin, end);
+      else
+        walk_column<Op>(acc[0], in + o * len * inner + ju, inner, begin, end);
     }
 #pragma unroll
     for (int l = 0; l < W; ++l) part[y][l][x] = acc[l];
