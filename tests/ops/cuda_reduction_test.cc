@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "../../ops/src/cuda/reduction_kernels.h"
 #include "cuda_ops_test_util.h"
 
 namespace tide::testing {
@@ -208,6 +209,64 @@ TEST_P(CudaReductionTest, ColumnsInAFewChunksAddInTheTwoPassesOrder) {
       }
     }
   }
+}
+
+// Rows in several chunks: launched by a stream's worker, both passes run in
+// one launch (each row's last block combines the row's partials); launched
+// anywhere else, in two. Both give the same bits: the naive engine (every
+// op launched on the frontend thread) against the async engine with the
+// frontend's launches off (every op launched by its stream's worker), over
+// rows of 3, 9, 19 and 257 chunks (pass 2 by one thread, and by a block),
+// every dtype and reduction. (No case has more tasks than the grid has
+// blocks, about 2^28 elements: a block is last for one row at most.)
+/// A tensor's elements as bytes, on the host.
+std::vector<unsigned char> raw_bytes(const Tensor& t) {
+  std::vector<unsigned char> out(t.nbytes());
+  dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const std::vector<T> v = t.to_vector<T>();
+    std::memcpy(out.data(), v.data(), out.size());
+  });
+  return out;
+}
+
+TEST(CudaReductionLaunches, RowsInOneLaunchGiveTheBitsOfTwo) {
+  TIDE_REQUIRE_GPU();
+  const std::int64_t big = kGpuSizes.back();
+  const std::vector<Case> rows = {Case{Shape{7, 300, 5}, std::nullopt}, Case{Shape{40, 33000}, 1},
+                                  Case{Shape{300, 256}, std::nullopt}, Case{Shape{big}, std::nullopt},
+                                  Case{Shape{2, big}, 1}};
+  std::uint64_t launches = 0;  // reductions per run
+  auto run = [&](EngineKind kind) {
+    GpuEngine eng(kind);
+    SyncPolicy p = eng->policy();
+    p.inline_op_bytes = 0;
+    eng->set_policy(p);
+    std::vector<std::vector<unsigned char>> out;
+    launches = 0;
+    for (const Case& c : rows)
+      for_each_numeric_dtype([&](auto tag) {
+        using T = decltype(tag);
+        const double lim = std::is_integral_v<T> ? 2e9 : 1.0;
+        const Tensor t = to_gpu(random_values<T>(static_cast<std::size_t>(c.shape.numel()), 72, -lim, lim), c.shape);
+        for (Red r : {Red::sum, Red::mean, Red::max, Red::min}) {
+          if (r == Red::mean && !std::is_floating_point_v<T>) continue;
+          const Tensor g = reduce(r, t, c);
+          out.push_back(raw_bytes(g));
+          ++launches;
+        }
+      });
+    return out;
+  };
+  const std::uint64_t before = cuda_kernels::rows_reduced_in_one_launch();
+  const std::vector<std::vector<unsigned char>> two = run(EngineKind::naive);
+  const std::uint64_t middle = cuda_kernels::rows_reduced_in_one_launch();
+  EXPECT_EQ(middle, before) << "the naive engine launched a reduction as a stream's worker";
+  const std::vector<std::vector<unsigned char>> one = run(EngineKind::async);
+  EXPECT_EQ(cuda_kernels::rows_reduced_in_one_launch() - middle, launches)
+      << "every reduction of the async engine's workers runs in one launch";
+  ASSERT_EQ(two.size(), one.size());
+  for (std::size_t i = 0; i < two.size(); ++i) EXPECT_EQ(two[i], one[i]) << "result " << i;
 }
 
 TEST_P(CudaReductionTest, NaNPropagates) {

@@ -4,19 +4,26 @@
 // function of the shape only. Pass 1 reduces each (output, chunk) to one
 // partial: for contiguous rows (inner == 1, long rows) a block per chunk,
 // its threads striding over the chunk in 16-byte loads and then a tree of
-// warp shuffles; for
-// strided columns a thread per (output, chunk) walking its chunk in order,
-// which keeps neighbouring threads on neighbouring addresses (a thread per
-// four or two side-by-side outputs, in 16-byte loads, when the rows allow). Pass 2 (only
-// when chunks > 1) adds each output's partials: in chunk order by a thread,
-// or, for an output of many chunks, by a block (side-by-side chunks) or 8
-// threads (chunks a row of outputs apart), in a fixed tree. Columns of at
-// most 8 chunks do both passes in one launch, a block holding each output's
-// chunks (cols_fused_kernel), with the same bits. No atomics, and nothing
-// depends on the grid size, so reruns give identical bits.
+// warp shuffles; for strided columns a thread per (output, chunk) walking
+// its chunk in order, which keeps neighbouring threads on neighbouring
+// addresses (a thread per four or two side-by-side outputs, in 16-byte
+// loads, when the rows allow). Pass 2 (only when chunks > 1) adds each
+// output's partials: in chunk order by a thread, or, for an output of many
+// chunks, by a block (side-by-side chunks) or 8 threads (chunks a row of
+// outputs apart), in a fixed tree.
+//
+// Where it can, one launch does both passes, with the same bits: columns of
+// at most 8 chunks in blocks that hold each output's chunks
+// (cols_fused_kernel); rows, when a stream's worker launches them, by each
+// row's last block to finish (rows_kernel's counters, kept at zero between
+// kernels). The only atomics count blocks in; nothing depends on the grid
+// size or on which block comes last, so reruns give identical bits.
 #include "reduction_kernels.h"
 
+#include <cuda/atomic>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -71,8 +78,71 @@ __device__ Acc block_combine(Acc acc, Acc* warps) {
   return acc;
 }
 
+/// A partial another block may have written in this kernel: loaded from L2
+/// (ld.global.cg), never from a line of this SM's L1 that another row's
+/// partials share. The pass-2 kernels that share its loops read so too.
+template <typename Acc>
+__device__ __forceinline__ Acc load_partial(const Acc* p) {
+  static_assert(sizeof(Acc) == 4 || sizeof(Acc) == 8, "partials are 4 or 8 bytes");
+  using Bits = std::conditional_t<sizeof(Acc) == 8, unsigned long long, unsigned>;
+  const Bits b = __ldcg(reinterpret_cast<const Bits*>(p));
+  Acc a;
+  memcpy(&a, &b, sizeof a);
+  return a;
+}
+
+/// An output's `chunks` partials, `stride` apart, combined by one thread in
+/// chunk order from the identity; eight are loaded before any is added.
+template <typename Op>
+__device__ typename Op::Acc combine_in_order(const typename Op::Acc* q, std::int64_t chunks, std::int64_t stride) {
+  using Acc = typename Op::Acc;
+  Acc acc = Op::identity();
+  std::int64_t c = 0;
+  for (; c + 8 <= chunks; c += 8) {
+    Acc x[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) x[u] = load_partial(q + (c + u) * stride);
+#pragma unroll
+    for (int u = 0; u < 8; ++u) acc = Op::combine(acc, x[u]);
+  }
+  for (; c < chunks; ++c) acc = Op::combine(acc, load_partial(q + c * stride));
+  return acc;
+}
+
+/// An output's `chunks` side-by-side partials combined by the whole block:
+/// its threads stride over them, four loaded before any is added, then
+/// block_combine's tree. The result is thread 0's; every thread must call
+/// this, and sync before `warps` is written again.
+template <typename Op>
+__device__ typename Op::Acc combine_by_block(const typename Op::Acc* p, std::int64_t chunks, typename Op::Acc* warps) {
+  using Acc = typename Op::Acc;
+  Acc acc = Op::identity();
+  std::int64_t c = threadIdx.x;
+  for (; c + 3 * kThreads < chunks; c += 4 * kThreads) {
+    Acc v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = load_partial(p + c + u * kThreads);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) acc = Op::combine(acc, v[u]);
+  }
+  for (; c < chunks; c += kThreads) acc = Op::combine(acc, load_partial(p + c));
+  return block_combine<Op>(acc, warps);
+}
+
+// Pass 2 gives an output a block (inner == 1), or 8 threads (inner > 1),
+// rather than a thread from this many chunks.
+constexpr std::int64_t kBlockFinalizeChunks = 64;
+constexpr std::int64_t kColsFinalizeChunks = 16;
+
 /// Pass 1 on contiguous rows: one block per (row, chunk) task. Writes the
 /// finished value when there is a single chunk (partial == nullptr).
+/// Fused (with `counts`, a counter per row, zero): pass 2 is done here too.
+/// Each block counts itself in after its partial is written and visible,
+/// and the row's last block combines the row's partials as pass 2 would
+/// (combine_by_block from kBlockFinalizeChunks chunks, else in chunk order
+/// by one thread, the partials staged in shared memory by the others: the
+/// same bits), writes the output and sets the counter back to zero. A
+/// template parameter, so that the kernel without it keeps its registers.
 ///
 /// Each thread reads 16-byte packs (the 16-byte-aligned middle of its
 /// chunk; the few elements before and after it singly) into one accumulator
@@ -82,14 +152,16 @@ __device__ Acc block_combine(Acc acc, Acc* warps) {
 /// view that starts off a 16-byte boundary may differ from a contiguous
 /// copy of it in the last bits of a float sum). Launched with kThreads
 /// threads, which block_combine assumes.
-template <typename T, Mode M>
+template <typename T, Mode M, bool Fused>
 __global__ void __launch_bounds__(kThreads) rows_kernel(const T* in, AccOf<T, M>* partial, T* out, std::int64_t outer,
-                            std::int64_t len, std::int64_t chunks, std::int64_t chunk_len) {
+                            std::int64_t len, std::int64_t chunks, std::int64_t chunk_len, unsigned* counts) {
   using Op = OpOf<T, M>;
   using Acc = AccOf<T, M>;
   using P = Pack16<T>;
   constexpr int W = P::kWidth;
   __shared__ Acc warps[kThreads / kWarp];
+  __shared__ bool last;
+  __shared__ Acc staged[Fused ? kBlockFinalizeChunks : 1];
   const std::int64_t tasks = outer * chunks;
   for (std::int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const std::int64_t row = task / chunks, c = task % chunks;
@@ -137,9 +209,36 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const T* in, AccOf<T, M>
     if (threadIdx.x == 0) {
       if (partial) partial[task] = acc;
       else out[row] = finish<T, M>(acc, len);
+      if constexpr (Fused) {
+        // Release: the partial is visible to every block before the count
+        // says so; acquire: the last block's loads come after its count.
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device> count(counts[row]);
+        last = count.fetch_add(1u, cuda::memory_order_acq_rel) == static_cast<unsigned>(chunks - 1);
+      }
     }
-    // warps is refilled for the next task only after the first warp has read it.
+    // warps (and last) are refilled for the next task only after they are read.
     __syncthreads();
+    if constexpr (Fused) {
+      if (last) {
+        const Acc* q = partial + row * chunks;
+        if (chunks >= kBlockFinalizeChunks) {
+          const Acc r = combine_by_block<Op>(q, chunks, warps);
+          if (threadIdx.x == 0) out[row] = finish<T, M>(r, len);
+        } else {
+          // Fewer partials than threads: one load each, then the sum in
+          // chunk order (combine_in_order's, from the identity).
+          if (threadIdx.x < chunks) staged[threadIdx.x] = load_partial(q + threadIdx.x);
+          __syncthreads();
+          if (threadIdx.x == 0) {
+            Acc r = Op::identity();
+            for (std::int64_t c = 0; c < chunks; ++c) r = Op::combine(r, staged[c]);
+            out[row] = finish<T, M>(r, len);
+          }
+        }
+        if (threadIdx.x == 0) counts[row] = 0;  // zero again for the next kernel
+        __syncthreads();
+      }
+    }
   }
 }
 
@@ -295,30 +394,16 @@ template <typename T, Mode M>
 __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outer,
                                 std::int64_t chunks, std::int64_t inner, std::int64_t len) {
   using Op = OpOf<T, M>;
-  using Acc = AccOf<T, M>;
   for (std::int64_t idx = first_index(); idx < outer * inner; idx += grid_stride()) {
     const std::int64_t o = idx / inner, j = idx % inner;
-    Acc acc = Op::identity();
-    // Eight partials loaded before any is added, so that their loads are in
-    // flight at once; the adds stay in chunk order.
-    const Acc* q = partial + o * chunks * inner + j;
-    std::int64_t c = 0;
-    for (; c + 8 <= chunks; c += 8) {
-      Acc x[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) x[u] = q[(c + u) * inner];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) acc = Op::combine(acc, x[u]);
-    }
-    for (; c < chunks; ++c) acc = Op::combine(acc, q[c * inner]);
-    out[idx] = finish<T, M>(acc, len);
+    out[idx] = finish<T, M>(combine_in_order<Op>(partial + o * chunks * inner + j, chunks, inner), len);
   }
 }
 
 /// Pass 2 for outputs of many chunks whose partials lie side by side
-/// (inner == 1): a block per output, its threads striding over the
-/// partials, then the same tree as rows_kernel (block_combine). One thread
-/// adding a thousand partials in turn took most of a whole-tensor sum.
+/// (inner == 1): a block per output (combine_by_block, the same tree as
+/// rows_kernel). One thread adding a thousand partials in turn took most of
+/// a whole-tensor sum.
 template <typename T, Mode M>
 __global__ void __launch_bounds__(kThreads) finalize_rows_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outputs,
                                      std::int64_t chunks, std::int64_t len) {
@@ -326,20 +411,7 @@ __global__ void __launch_bounds__(kThreads) finalize_rows_kernel(const AccOf<T, 
   using Acc = AccOf<T, M>;
   __shared__ Acc warps[kThreads / kWarp];
   for (std::int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
-    const Acc* p = partial + o * chunks;
-    Acc acc = Op::identity();
-    // Four partials loaded before any is added (a 4,096-chunk sum is 16 in
-    // turn per thread, each a trip to L2); the adds keep the order.
-    std::int64_t c = threadIdx.x;
-    for (; c + 3 * kThreads < chunks; c += 4 * kThreads) {
-      Acc v[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) v[u] = p[c + u * kThreads];
-#pragma unroll
-      for (int u = 0; u < 4; ++u) acc = Op::combine(acc, v[u]);
-    }
-    for (; c < chunks; c += kThreads) acc = Op::combine(acc, p[c]);
-    acc = block_combine<Op>(acc, warps);
+    const Acc acc = combine_by_block<Op>(partial + o * chunks, chunks, warps);
     if (threadIdx.x == 0) out[o] = finish<T, M>(acc, len);
     __syncthreads();  // warps is refilled for the next output only after the first warp has read it
   }
@@ -391,11 +463,6 @@ __global__ void __launch_bounds__(kThreads) finalize_cols_kernel(const AccOf<T, 
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Pass 2 gives an output a block (inner == 1), or 8 threads (inner > 1),
-// rather than a thread from this many chunks.
-constexpr std::int64_t kBlockFinalizeChunks = 64;
-constexpr std::int64_t kColsFinalizeChunks = 16;
-
 // Rows at least this long get a block per chunk; shorter ones a thread.
 constexpr std::int64_t kRowMin = 256;
 // Elements per chunk of a row: 16 per thread of a block.
@@ -415,6 +482,8 @@ constexpr std::int64_t kMaxChunks = 1024;
 constexpr std::int64_t kMaxRowChunks = 4096;
 
 thread_local StreamScratch t_scratch;
+thread_local StreamCounters t_counts;
+std::atomic<std::uint64_t> g_rows_in_one_launch{0};  // rows_reduced_in_one_launch()
 
 template <typename T, Mode M>
 void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::int64_t inner,
@@ -456,9 +525,17 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
     scratch.emplace(t_scratch, static_cast<std::size_t>(outputs * chunks) * sizeof(Acc), stream);
     partial = static_cast<Acc*>(scratch->get());
   }
+  // Rows in several chunks, launched by a stream's worker: pass 2 in the
+  // same launch, by each row's last block (rows_kernel's counts).
+  unsigned* counts = rows && chunks > 1 ? t_counts.get(static_cast<std::size_t>(outer), stream) : nullptr;
   if (rows) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(outer * chunks, 1 << 16));
-    rows_kernel<T, M><<<blocks, kThreads, 0, stream>>>(in, partial, out, outer, len, chunks, chunk_len);
+    if (counts) {
+      rows_kernel<T, M, true><<<blocks, kThreads, 0, stream>>>(in, partial, out, outer, len, chunks, chunk_len, counts);
+      g_rows_in_one_launch.fetch_add(1, std::memory_order_relaxed);
+    } else
+      rows_kernel<T, M, false><<<blocks, kThreads, 0, stream>>>(in, partial, out, outer, len, chunks, chunk_len,
+                                                                nullptr);
   } else if (packed) {
     cols_packed_kernel<T, M><<<grid_for(outputs / W * chunks), kThreads, 0, stream>>>(
         in, partial, out, outer, len, inner, chunks, chunk_len);
@@ -467,7 +544,7 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
         in, partial, out, outer, len, inner, chunks, chunk_len);
   }
   TIDE_CUDA_LAUNCH_CHECK();
-  if (chunks > 1) {
+  if (chunks > 1 && !counts) {
     if (inner == 1 && chunks >= kBlockFinalizeChunks)
       finalize_rows_kernel<T, M><<<static_cast<unsigned>(std::min(outputs, kMaxBlocks)), kThreads, 0, stream>>>(
           partial, out, outputs, chunks, len);
@@ -479,8 +556,8 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
       finalize_kernel<T, M><<<grid_for(outputs), kThreads, 0, stream>>>(partial, out, outer, chunks,
                                                                         inner, len);
     TIDE_CUDA_LAUNCH_CHECK();
-    scratch->release();
   }
+  if (scratch) scratch->release();
 }
 
 template <typename T>
@@ -504,6 +581,8 @@ void reduce_dtype(kernels::ReduceOp op, const void* in, void* out, std::int64_t 
 }
 
 }  // namespace
+
+std::uint64_t rows_reduced_in_one_launch() { return g_rows_in_one_launch.load(std::memory_order_relaxed); }
 
 void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
                    std::int64_t len, std::int64_t inner, void* stream) {

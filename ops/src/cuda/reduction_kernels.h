@@ -23,4 +23,9 @@ namespace tide::cuda_kernels {
 void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
                    std::int64_t len, std::int64_t inner, void* stream);
 
+/// How many reductions of rows in several chunks ran in one launch (each
+/// row's last block adding its partials) in this process: how a test tells
+/// that path from the two launches.
+std::uint64_t rows_reduced_in_one_launch();
+
 }  // namespace tide::cuda_kernels

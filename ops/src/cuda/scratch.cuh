@@ -57,8 +57,9 @@ class StreamScratch {
   }
 
   /// `bytes` of scratch for work enqueued on `stream` until this thread's
-  /// next get() for it; null when `bytes` is over kKeepBytes.
-  void* get(std::size_t bytes, cudaStream_t stream) {
+  /// next get() for it; null when `bytes` is over kKeepBytes. With `zeroed`,
+  /// a block made (or grown) here is set to zero in stream order first.
+  void* get(std::size_t bytes, cudaStream_t stream, bool zeroed = false) {
     if (bytes > kKeepBytes) return nullptr;
     Entry* e = nullptr;
     for (Entry& x : entries_)
@@ -71,7 +72,15 @@ class StreamScratch {
         e->bytes = 0;
         TIDE_CUDA_CHECK(cudaFreeAsync(old, stream));
       }
-      e->p = scratch_alloc(bytes, stream);
+      void* p = scratch_alloc(bytes, stream);
+      if (zeroed) {
+        const cudaError_t z = cudaMemsetAsync(p, 0, bytes, stream);
+        if (z != cudaSuccess) {  // never handed out unzeroed
+          if (cudaFreeAsync(p, stream) != cudaSuccess) cudaGetLastError();
+          TIDE_CUDA_CHECK(z);
+        }
+      }
+      e->p = p;
       e->bytes = bytes;
     }
     return e->p;
@@ -84,6 +93,29 @@ class StreamScratch {
     std::size_t bytes;
   };
   std::vector<Entry> entries_;
+};
+
+/// Counters that are zero between kernels, one block per stream for the
+/// stream's worker (as StreamScratch keeps scratch): a kernel whose blocks
+/// count themselves in, so that the last one in finishes the work, finds
+/// them zero and leaves them zero (each last block resets its counter).
+/// They are zeroed once, in stream order, when the block is made or grown.
+class StreamCounters {
+ public:
+  /// `n` counters for one kernel on `stream`; null on any other thread than
+  /// a stream's worker, or when `n` is past what a block keeps (the caller
+  /// then launches a kernel that needs none).
+  unsigned* get(std::size_t n, cudaStream_t stream) {
+    if (!on_stream_worker() || n > kMaxCounters) return nullptr;
+    return static_cast<unsigned*>(kept_.get(n * sizeof(unsigned), stream, true));
+  }
+
+  /// Past this many (4 MiB of them), a kernel that needs none costs little
+  /// beside the work.
+  static constexpr std::size_t kMaxCounters = std::size_t{1} << 20;
+
+ private:
+  StreamScratch kept_;
 };
 
 /// One op's scratch on `stream`: the block `kept` holds for the stream
