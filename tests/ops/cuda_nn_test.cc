@@ -5,12 +5,15 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "../../ops/src/cuda/nn_kernels.h"
 #include "cuda_nn_test_util.h"
 
 namespace tide::testing {
@@ -136,6 +139,56 @@ TEST_P(CudaNnTest, SoftmaxCrossEntropyMatchesCpu) {
                 softmax_cross_entropy_backward(probs, labels).to_vector<T>());
     }
   });
+}
+
+// Launched by a stream's worker, the cross-entropy's mean loss comes from
+// the same launch as the rows' (the last block to finish adds the row
+// losses); launched anywhere else, from a second kernel. Both give the same
+// bits: the naive engine (every op launched on the frontend thread) against
+// the async engine with the frontend's launches off (every op launched by
+// its stream's worker), with one block and with many, some of them striding
+// over rows past the grid's 65536 blocks.
+TEST(CudaNnLaunches, CrossEntropyInOneLaunchGivesTheLossOfTwo) {
+  TIDE_REQUIRE_GPU();
+  using Shapes = std::array<std::int64_t, 2>;
+  const std::vector<Shapes> shapes = {Shapes{1, 10}, Shapes{64, 10}, Shapes{300, 1000}, Shapes{70000, 3}};
+  std::uint64_t launches = 0;
+  auto run = [&](EngineKind kind) {
+    EngineOptions o;
+    o.kind = kind;
+    o.cuda_devices = 1;
+    const std::unique_ptr<Engine> eng = Engine::create(o);
+    std::vector<double> out;
+    {
+      EngineScope scope(*eng);
+      SyncPolicy p = eng->policy();
+      p.inline_op_bytes = 0;
+      eng->set_policy(p);
+      launches = 0;
+      for_each_floating([&](auto tag) {
+        using T = decltype(tag);
+        for (const auto& [n, c] : shapes) {
+          const Tensor logits = on_gpu(from_vector(random_values<T>(idx(n * c), 22, -8, 8), {n, c}));
+          const Tensor labels =
+              on_gpu(from_vector(random_values<std::int32_t>(idx(n), 23, 0, static_cast<double>(c - 1))));
+          out.push_back(softmax_cross_entropy(logits, labels).loss.item<double>());  // exact: T's value
+          ++launches;
+        }
+      });
+      eng->wait_all();
+    }
+    return out;
+  };
+  const std::uint64_t before = cuda_kernels::losses_in_one_launch();
+  const std::vector<double> two = run(EngineKind::naive);
+  const std::uint64_t middle = cuda_kernels::losses_in_one_launch();
+  EXPECT_EQ(middle, before) << "the naive engine launched a loss as a stream's worker";
+  const std::vector<double> one = run(EngineKind::async);
+  EXPECT_EQ(cuda_kernels::losses_in_one_launch() - middle, launches)
+      << "every loss of the async engine's workers comes from one launch";
+  ASSERT_EQ(two.size(), one.size());
+  for (std::size_t i = 0; i < two.size(); ++i)
+    EXPECT_EQ(std::memcmp(&two[i], &one[i], sizeof(double)), 0) << "loss " << i << ": " << two[i] << " vs " << one[i];
 }
 
 TEST_P(CudaNnTest, SoftmaxCrossEntropyIsStableForLargeLogits) {

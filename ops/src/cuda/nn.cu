@@ -4,9 +4,11 @@
 #include "nn_kernels.h"
 #include "reduction_kernels.h"
 
+#include <cuda/atomic>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -76,12 +78,30 @@ __global__ void relu_backward_kernel(const T* dy, const T* x, T* dx, std::int64_
 // ---------------------------------------------------------------------------
 // Softmax cross-entropy.
 
+/// *loss = the mean of row_loss over `rows`, rounded once to T, by one block
+/// of kBlock threads: each thread adds the rows blockDim.x apart, then
+/// block_reduce's tree. row_loss is read from L2 (other blocks of the same
+/// kernel may have written it). Every thread of the block must call this.
+template <typename T>
+__device__ void write_mean_loss(const double* row_loss, T* loss, std::int64_t rows, double* red) {
+  double s = 0.0;
+  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += __ldcg(row_loss + r);
+  s = block_reduce(s, red, false);
+  if (threadIdx.x == 0) *loss = static_cast<T>(s / static_cast<double>(rows));
+}
+
 /// One block per row (striding over rows): probs and the row's loss
 /// (max - x[label]) + log sum exp(x - max), or NaN for a bad label.
-template <typename T>
+/// Fused (with `count`, a zero counter): the mean loss too, in the same
+/// launch. Each block counts itself in once its rows' losses are written and
+/// visible; the last one writes the mean as mean_loss_kernel does (the same
+/// bits) and sets the counter back to zero.
+template <typename T, bool Fused>
 __global__ void softmax_rows_kernel(const T* logits, const std::int32_t* labels, T* probs,
-                                    double* row_loss, std::int64_t rows, std::int64_t classes) {
+                                    double* row_loss, std::int64_t rows, std::int64_t classes, T* loss,
+                                    unsigned* count) {
   __shared__ double red[kBlock];
+  __shared__ bool last;
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* x = logits + r * classes;
     T* p = probs + r * classes;
@@ -99,16 +119,26 @@ __global__ void softmax_rows_kernel(const T* logits, const std::int32_t* labels,
                                                   : quiet_nan<double>();
     }
   }
+  if constexpr (Fused) {
+    if (threadIdx.x == 0) {
+      // Release: this block's row losses (thread 0 wrote them) are visible
+      // before the count says so; acquire: the last block reads after it.
+      cuda::atomic_ref<unsigned, cuda::thread_scope_device> done(*count);
+      last = done.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last) {
+      write_mean_loss(row_loss, loss, rows, red);
+      if (threadIdx.x == 0) *count = 0;  // zero again for the next kernel
+    }
+  }
 }
 
-/// One block: *loss = the mean of row_loss, rounded once to T.
+/// One block: the mean loss of softmax_rows_kernel's rows (write_mean_loss).
 template <typename T>
 __global__ void mean_loss_kernel(const double* row_loss, T* loss, std::int64_t rows) {
   __shared__ double red[kBlock];
-  double s = 0.0;
-  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += row_loss[r];
-  s = block_reduce(s, red, false);
-  if (threadIdx.x == 0) *loss = static_cast<T>(s / static_cast<double>(rows));
+  write_mean_loss(row_loss, loss, rows, red);
 }
 
 template <typename T>
@@ -126,8 +156,11 @@ __global__ void softmax_ce_backward_kernel(const T* probs, const std::int32_t* l
   }
 }
 
-/// The loss's per-row terms: a block kept per stream by its worker (scratch.cuh).
+/// The loss's per-row terms: a block kept per stream by its worker
+/// (scratch.cuh), and the counter its blocks count themselves in on.
 thread_local StreamScratch t_loss_scratch;
+thread_local StreamCounters t_loss_counts;
+std::atomic<std::uint64_t> g_losses_in_one_launch{0};  // losses_in_one_launch()
 
 // ---------------------------------------------------------------------------
 // Argmax. Both kernels give what the CPU's scan in order gives: the first NaN
@@ -335,22 +368,35 @@ void relu_backward(void* stream, DType dtype, const void* dy, const void* x, voi
   });
 }
 
+std::uint64_t losses_in_one_launch() { return g_losses_in_one_launch.load(std::memory_order_relaxed); }
+
 void softmax_cross_entropy(void* stream, DType dtype, const void* logits,
                            const std::int32_t* labels, void* loss, void* probs, std::int64_t rows,
                            std::int64_t classes) {
   // rows >= 1 and classes >= 1: checked on the frontend.
   const auto s = static_cast<cudaStream_t>(stream);
   OpScratch row_loss(t_loss_scratch, static_cast<std::size_t>(rows) * sizeof(double), s);
+  // Launched by a stream's worker: the mean in the same launch (the last
+  // block's), else a second kernel.
+  unsigned* count = t_loss_counts.get(1, s);
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(rows, kMaxBlocks));
-    softmax_rows_kernel<<<grid, kBlock, 0, s>>>(static_cast<const T*>(logits), labels,
-                                                static_cast<T*>(probs),
-                                                static_cast<double*>(row_loss.get()), rows, classes);
-    TIDE_CUDA_LAUNCH_CHECK();
-    mean_loss_kernel<<<1, kBlock, 0, s>>>(static_cast<const double*>(row_loss.get()),
-                                          static_cast<T*>(loss), rows);
-    TIDE_CUDA_LAUNCH_CHECK();
+    auto* terms = static_cast<double*>(row_loss.get());
+    if (count) {
+      softmax_rows_kernel<T, true><<<grid, kBlock, 0, s>>>(static_cast<const T*>(logits), labels,
+                                                           static_cast<T*>(probs), terms, rows, classes,
+                                                           static_cast<T*>(loss), count);
+      TIDE_CUDA_LAUNCH_CHECK();
+      g_losses_in_one_launch.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      softmax_rows_kernel<T, false><<<grid, kBlock, 0, s>>>(static_cast<const T*>(logits), labels,
+                                                            static_cast<T*>(probs), terms, rows, classes,
+                                                            nullptr, nullptr);
+      TIDE_CUDA_LAUNCH_CHECK();
+      mean_loss_kernel<<<1, kBlock, 0, s>>>(terms, static_cast<T*>(loss), rows);
+      TIDE_CUDA_LAUNCH_CHECK();
+    }
   });
   row_loss.release();
 }

@@ -28,6 +28,11 @@ void column_sums(void* stream, DType dtype, const void* in, void* out, std::int6
 /// dx = x > 0 ? dy : 0, any dtype.
 void relu_backward(void* stream, DType dtype, const void* dy, const void* x, void* dx, std::int64_t n);
 
+/// How many softmax cross-entropies computed their mean loss in the same
+/// launch as the rows' (the last block's; a stream's worker launches them
+/// so) in this process: how a test tells that path from the two launches.
+std::uint64_t losses_in_one_launch();
+
 /// *loss (0-d) = the mean of the rows' -log softmax(logits)[label], probs =
 /// softmax per row; in double, rounded once. A row's max, sum of exponentials
 /// and the mean over rows are reduced in parallel (a fixed order, not the
@@ -35,8 +40,8 @@ void relu_backward(void* stream, DType dtype, const void* dy, const void* x, voi
 /// results agree with the CPU to ~1e-15 relative and f32 ones to the
 /// rounding of the final value. A label outside [0, classes) cannot be
 /// thrown from the device: that row's loss is NaN, so *loss is NaN (probs
-/// stay the softmax). Needs scratch of rows doubles, taken with
-/// cudaMallocAsync on the stream.
+/// stay the softmax). Needs scratch of rows doubles: the block a stream's
+/// worker keeps for it, else taken with cudaMallocAsync on the stream.
 void softmax_cross_entropy(void* stream, DType dtype, const void* logits,
                            const std::int32_t* labels, void* loss, void* probs, std::int64_t rows,
                            std::int64_t classes);
