@@ -146,6 +146,10 @@ TIDE_CUDA_WAIT_POLL_US=0 step async_basics_cuda_nopoll 180 "$ex/async_basics" --
   --json "$res/async_basics_cuda_nopoll.json"
 step bench_launch 180 "$ex/bench_launch" --device cuda:0 --json "$res/bench_launch.json"
 step bench_kernels 120 "$ex/bench_kernels" --device cuda:0 --json "$res/bench_kernels.json"
+# The reductions again with both passes in two launches always (as before
+# TIDE_CUDA_ONE_LAUNCH): their A/B in this run.
+TIDE_CUDA_ONE_LAUNCH=0 step bench_kernels_two_launch 120 "$ex/bench_kernels" --device cuda:0 \
+  --cases sum_all,sum0,max0,bias_grad --json "$res/bench_kernels_two_launch.json"
 # The reductions and the chapter's experiments again, traced: each op's work
 # on the device (its span) beside the gaps between ops, per op name
 # (tide-trace ops), to tell kernels that are slow from host work that paces them.
@@ -163,6 +167,9 @@ traced kernels 120 "$ex/bench_kernels" --device cuda:0 --repeats 3 \
 traced async_basics 180 "$ex/async_basics" --device cuda:0 --repeats 3 --json "$res/async_basics_traced.json"
 step train_cuda 180 "$ex/train_data_parallel" --device cuda --max-steps 600 --no-trace --progress lines \
   --json "$res/train_cuda.json" || status=1
+# The same trainer with the reductions in two launches always (its A/B).
+TIDE_CUDA_ONE_LAUNCH=0 step train_cuda_two_launch 180 "$ex/train_data_parallel" --device cuda --max-steps 600 \
+  --no-trace --progress lines --json "$res/train_cuda_two_launch.json" || status=1
 step train_cuda_traced 180 "$ex/train_data_parallel" --device cuda --max-steps 200 --trace "$res/trace_cuda" \
   --progress lines --json "$res/train_cuda_traced.json" || status=1
 # The large models of the speed targets: batch 1024 with hidden 2048,2048

@@ -378,7 +378,7 @@ void softmax_cross_entropy(void* stream, DType dtype, const void* logits,
   OpScratch row_loss(t_loss_scratch, static_cast<std::size_t>(rows) * sizeof(double), s);
   // Launched by a stream's worker: the mean in the same launch (the last
   // block's), else a second kernel.
-  unsigned* count = t_loss_counts.get(1, s);
+  unsigned* count = one_launch_reductions() ? t_loss_counts.get(1, s) : nullptr;
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(rows, kMaxBlocks));

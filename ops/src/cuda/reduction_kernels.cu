@@ -26,7 +26,10 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <cstdlib>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <tide/core/assert.h>
@@ -503,7 +506,7 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   const std::int64_t chunk_len = ceil_div(len, chunks);  // 0 when len == 0: empty sums
   if (chunk_len > 0) chunks = ceil_div(len, chunk_len);  // so no chunk is empty
 
-  if (!rows && chunks > 1 && chunks <= static_cast<std::int64_t>(kColsY)) {
+  if (!rows && chunks > 1 && chunks <= static_cast<std::int64_t>(kColsY) && one_launch_reductions()) {
     // Few chunks: both passes in one launch, no partials.
     const std::int64_t units = packed ? outputs / W : outputs;
     const auto blocks = static_cast<unsigned>(std::min(ceil_div(units, kColsX), kMaxBlocks));
@@ -527,7 +530,9 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   }
   // Rows in several chunks, launched by a stream's worker: pass 2 in the
   // same launch, by each row's last block (rows_kernel's counts).
-  unsigned* counts = rows && chunks > 1 ? t_counts.get(static_cast<std::size_t>(outer), stream) : nullptr;
+  unsigned* counts = rows && chunks > 1 && one_launch_reductions()
+                         ? t_counts.get(static_cast<std::size_t>(outer), stream)
+                         : nullptr;
   if (rows) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(outer * chunks, 1 << 16));
     if (counts) {
@@ -583,6 +588,17 @@ void reduce_dtype(kernels::ReduceOp op, const void* in, void* out, std::int64_t 
 }  // namespace
 
 std::uint64_t rows_reduced_in_one_launch() { return g_rows_in_one_launch.load(std::memory_order_relaxed); }
+
+bool one_launch_reductions() {
+  // A throw leaves the static unset: the next call reads it again.
+  static const bool on = [] {
+    const char* v = std::getenv("TIDE_CUDA_ONE_LAUNCH");
+    if (v == nullptr || std::string_view(v).empty() || std::string_view(v) == "1") return true;
+    if (std::string_view(v) == "0") return false;
+    throw ValueError(std::string("TIDE_CUDA_ONE_LAUNCH=") + v + ": expected 0 or 1");
+  }();
+  return on;
+}
 
 void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
                    std::int64_t len, std::int64_t inner, void* stream) {

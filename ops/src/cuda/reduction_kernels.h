@@ -23,6 +23,13 @@ namespace tide::cuda_kernels {
 void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out, std::int64_t outer,
                    std::int64_t len, std::int64_t inner, void* stream);
 
+/// Whether a reduction may run both passes in one launch where it can (the
+/// columns of a few chunks; rows, and the cross-entropy's mean, when a
+/// stream's worker launches them): TIDE_CUDA_ONE_LAUNCH, 1 by default, 0
+/// for two launches always (the A/B the GPU check runs). Read at the first
+/// reduction; a value other than 0 or 1 is a tide::ValueError.
+bool one_launch_reductions();
+
 /// How many reductions of rows in several chunks ran in one launch (each
 /// row's last block adding its partials) in this process: how a test tells
 /// that path from the two launches.
