@@ -146,10 +146,17 @@ TIDE_CUDA_WAIT_POLL_US=0 step async_basics_cuda_nopoll 180 "$ex/async_basics" --
   --json "$res/async_basics_cuda_nopoll.json"
 step bench_launch 180 "$ex/bench_launch" --device cuda:0 --json "$res/bench_launch.json"
 step bench_kernels 120 "$ex/bench_kernels" --device cuda:0 --json "$res/bench_kernels.json"
-# The reductions again with both passes in two launches always (as before
-# TIDE_CUDA_ONE_LAUNCH): their A/B in this run.
-TIDE_CUDA_ONE_LAUNCH=0 step bench_kernels_two_launch 120 "$ex/bench_kernels" --device cuda:0 \
-  --cases sum_all,sum0,max0,bias_grad --json "$res/bench_kernels_two_launch.json"
+# The reductions that take one launch where they can, and the same in two
+# launches always (TIDE_CUDA_ONE_LAUNCH=0): sum(m) (rows in 4,096 chunks),
+# and column sums of 256 rows (8 chunks; those of 4096 rows have 128).
+step bench_kernels_one_launch 120 "$ex/bench_kernels" --device cuda:0 --cases sum_all \
+  --json "$res/bench_kernels_one_launch.json"
+TIDE_CUDA_ONE_LAUNCH=0 step bench_kernels_two_launch 120 "$ex/bench_kernels" --device cuda:0 --cases sum_all \
+  --json "$res/bench_kernels_two_launch.json"
+step bench_kernels_cols_one_launch 120 "$ex/bench_kernels" --device cuda:0 --rows 256 --cols 65536 \
+  --cases sum0,bias_grad --json "$res/bench_kernels_cols_one_launch.json"
+TIDE_CUDA_ONE_LAUNCH=0 step bench_kernels_cols_two_launch 120 "$ex/bench_kernels" --device cuda:0 --rows 256 \
+  --cols 65536 --cases sum0,bias_grad --json "$res/bench_kernels_cols_two_launch.json"
 # The reductions and the chapter's experiments again, traced: each op's work
 # on the device (its span) beside the gaps between ops, per op name
 # (tide-trace ops), to tell kernels that are slow from host work that paces them.

@@ -193,11 +193,7 @@ def main():
     def train():
         a = load("train_cuda.json")["result"]["samples_per_s"]
         b = load("torch_train_mlp.json")["result"]["samples_per_s"]
-        r = ratio(a, b, 1.0, "higher")
-        # The same trainer with the reductions in two launches always.
-        if os.path.exists(os.path.join(out, "train_cuda_two_launch.json")):
-            r["tide_two_launches"] = load("train_cuda_two_launch.json")["result"]["samples_per_s"]
-        return r
+        return ratio(a, b, 1.0, "higher")
 
     def large_train(batch, target):
         a, b = load(f"train_cuda_b{batch}.json")["result"], load(f"torch_train_b{batch}.json")["result"]
@@ -220,17 +216,35 @@ def main():
             else:
                 r[name] = ratio(c["gb_per_s"], floor, 0.5, "higher")
                 r[name]["torch_gb_per_s"] = p[name]["gb_per_s"]
-        # The same reductions in two launches always (TIDE_CUDA_ONE_LAUNCH=0),
-        # when the check ran them.
-        if os.path.exists(os.path.join(out, "bench_kernels_two_launch.json")):
-            for name, c in load("bench_kernels_two_launch.json")["cases"].items():
-                if name in r:
-                    r[name]["gb_per_s_two_launches"] = c["gb_per_s"]
+        return r
+
+    def one_launch():
+        # Reductions in one launch where they can against two launches
+        # always (TIDE_CUDA_ONE_LAUNCH=0), side by side in this run; and the
+        # default trainer both ways (the same parameters at the end: the
+        # same bits).
+        r = {}
+        for one, two in (("bench_kernels_one_launch.json", "bench_kernels_two_launch.json"),
+                         ("bench_kernels_cols_one_launch.json", "bench_kernels_cols_two_launch.json")):
+            if not (os.path.exists(os.path.join(out, one)) and os.path.exists(os.path.join(out, two))):
+                continue
+            a, b = load(one)["cases"], load(two)["cases"]
+            for name, c in a.items():
+                tag = name if one == "bench_kernels_one_launch.json" else f"{name}_256_rows"
+                r[tag] = {"gb_per_s_one_launch": c["gb_per_s"], "gb_per_s_two_launches": b[name]["gb_per_s"],
+                          "ratio": c["gb_per_s"] / b[name]["gb_per_s"]}
+        if os.path.exists(os.path.join(out, "train_cuda_two_launch.json")):
+            a, b = load("train_cuda.json")["result"], load("train_cuda_two_launch.json")["result"]
+            r["train"] = {"samples_per_s_one_launch": a["samples_per_s"],
+                          "samples_per_s_two_launches": b["samples_per_s"],
+                          "ratio": a["samples_per_s"] / b["samples_per_s"],
+                          "same_params": a.get("params_digest") == b.get("params_digest")}
         return r
 
     entry("train_b1024_samples_per_s", lambda: large_train(1024, 1.5), required=False)
     entry("train_b4096_samples_per_s", lambda: large_train(4096, 1.1), required=False)
     entry("kernels_gb_per_s", kernels, required=False)
+    entry("reductions_one_launch", one_launch, required=False)
     entry("tiny_op_async_ns", tiny_ops, required=False)
     entry("tiny_op_round_trip_ns", round_trip, required=False)
     entry("matmul_done_s", matmul, required=False)
