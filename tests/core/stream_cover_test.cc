@@ -390,13 +390,16 @@ TEST(StreamCover, TheCompletionWaitKnowsWhenTheHostWaitsForItsOps) {
     // Its event is recorded once the worker finds the queue dry.
     for (int i = 0; i < 5000 && a.lane->records.load() == records; ++i) std::this_thread::sleep_for(1ms);
     EXPECT_GT(a.lane->records.load(), records);
-    push(*a.stream, [&second_run] { second_run.wait(); });
-    const std::uint64_t last = push(*a.stream, [] {});
+    // The awaited op itself holds the second run, so that its event is
+    // waited for whether the worker covers it alone or with the op before
+    // it (which it does when it finds the queue dry in between).
+    push(*a.stream, [] {});
+    const std::uint64_t last = push(*a.stream, [&second_run] { second_run.wait(); });
     std::thread host([&] { a.stream->wait_until(last); });
     std::this_thread::sleep_for(30ms);  // the host waits while the device holds the first run
     EXPECT_FALSE(a.lane->host_waited.load()) << "the awaited op " << last << " is after this event";
     first_run.count_down();
-    until_true(a.lane->host_waited);  // now the second run's wait holds the awaited op
+    until_true(a.lane->host_waited);  // now the device holds the awaited op
     EXPECT_TRUE(a.lane->host_waited.load()) << "the host waited for op " << last;
     second_run.count_down();
     host.join();
