@@ -2,7 +2,9 @@
 // everything queued on CPU devices; max_streaming_host_bytes holds back only
 // ops with small outputs (streaming ops), so that a loop of them reuses warm
 // memory, while large outputs are free to run ahead.
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -88,19 +90,31 @@ TEST(HostBytes, StallsOfEveryKindOnManyStreamsAllEnd) {
     return state >> 33;
   };
   std::uint64_t over_cap = 0, over_ops = 0;
+  std::atomic<bool> burst_pushed{false};
+  Engine* engine = &*e;
   for (int i = 0; i < 20000; ++i) {
     const std::size_t r = next() % 100;
-    // One op in twenty comes in a burst of slow ops without outputs, which
-    // only the cap on ops holds back (slow enough to queue up under a
-    // sanitizer's slower pushes too).
+    // One op in twenty comes in a burst of ops without outputs, which only
+    // the cap on ops holds back. A burst goes to one stream, and its first
+    // op holds that stream until the frontend stalls (or the burst is all
+    // pushed), so the ops cap is reached however slow the pushes are.
     const bool burst = (i / 200) % 20 == 0;
+    const bool burst_start = burst && i % 200 == 0;
     const std::size_t bytes =
         burst || r < 10 ? 0 : r < 60 ? 64 + next() % (8 << 10) : r < 98 ? next() % (64 << 10) : 300 << 10;
-    const Device d = cpu(static_cast<int>(next() % 2));
-    const auto k = static_cast<StreamKind>(next() % kStreamKinds);
+    const Device d = burst ? cpu(0) : cpu(static_cast<int>(next() % 2));
+    const auto k = burst ? StreamKind::compute : static_cast<StreamKind>(next() % kStreamKinds);
     StorageList writes;
     if (bytes) writes.add(e->allocate(d, bytes));
-    push(*e, "op", d, k, {}, std::move(writes), [burst](const OpContext&) { busy_us(burst ? 50 : 0); });
+    if (burst_start) {
+      burst_pushed = false;
+      push(*e, "burst", d, k, {}, std::move(writes), [engine, &burst_pushed](const OpContext&) {
+        while (!burst_pushed.load() && !engine->stats().stalling) std::this_thread::yield();
+      });
+    } else {
+      push(*e, "op", d, k, {}, std::move(writes), [](const OpContext&) {});
+    }
+    if (burst && i % 200 == 199) burst_pushed = true;
     // Every device is a CPU: all queued bytes are host bytes, held under
     // their cap, but for an op larger than it, which runs alone.
     const Stats now = e->stats();
