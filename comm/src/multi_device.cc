@@ -108,7 +108,7 @@ void Communicator::all_reduce_(std::vector<Tensor>& per_device, ReduceOp op, Loc
   const DType dt = per_device[0].dtype();
   const std::size_t nbytes = static_cast<std::size_t>(n) * dtype_size(dt);
   const int ntensors = static_cast<int>(per_device.size());
-  constexpr int kChunk = StorageList::kCapacity;
+  constexpr int kChunk = StorageList::kInline;
   auto buffer = e.allocate(cpu(0), nbytes);
 
   // 1. Reduce this rank's tensors into the buffer: the first op takes up to

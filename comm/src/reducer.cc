@@ -245,7 +245,7 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
   // Adds the storages of the bucket's gradients [first, last) in `of` to
   // `list`; returns where each lies in the flat buffer.
   auto chunk = [&](std::size_t first, std::size_t last, const std::vector<Tensor>& of, StorageList& list) {
-    std::array<Slice, StorageList::kCapacity> slices{};
+    std::array<Slice, StorageList::kInline> slices{};
     for (std::size_t k = first; k < last; ++k) {
       const auto ui = static_cast<std::size_t>(bucket.params[k]);
       list.add(of[ui].storage());
@@ -253,14 +253,14 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
     }
     return slices;
   };
-  // Pack: the first op takes up to four gradients (an op reads at most four
-  // storages); each later op also reads the flat buffer, so that a poisoned
+  // Pack: the first op takes up to four gradients (StorageList::kInline, the
+  // storages an op holds without a heap block); each later op also reads the flat buffer, so that a poisoned
   // gradient in an earlier chunk stays poisoned (a clean write would clear
   // it) and reaches the all-reduce, the unpack and the optimizer.
   const std::size_t np = bucket.params.size();
   for (std::size_t first = 0; first < np;) {
     const bool chained = first > 0;
-    const std::size_t last = std::min(np, first + StorageList::kCapacity - (chained ? 1 : 0));
+    const std::size_t last = std::min(np, first + StorageList::kInline - (chained ? 1 : 0));
     StorageList reads;
     const auto slices = chunk(first, last, pending_, reads);
     if (chained) reads.add(flat_[ub].storage());
@@ -274,8 +274,8 @@ void GradientReducer::reduce_bucket(int b, Loc loc) {
     first = last;
   }
   comm_.all_reduce_(flat_[ub], options_.op, loc);
-  for (std::size_t first = 0; first < np; first += StorageList::kCapacity) {
-    const std::size_t last = std::min(np, first + StorageList::kCapacity);
+  for (std::size_t first = 0; first < np; first += StorageList::kInline) {
+    const std::size_t last = std::min(np, first + StorageList::kInline);
     StorageList writes;
     const auto slices = chunk(first, last, reduced_, writes);
     push_bucket_op(e, device_, "bucket_unpack", {flat_[ub].storage()}, std::move(writes), loc,

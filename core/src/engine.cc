@@ -64,11 +64,14 @@ EngineOptions EngineOptions::from_env() {
 void StorageList::add(std::shared_ptr<Storage> s) {
   if (n_ == kCapacity)
     throw UsageError("an op may list at most " + std::to_string(kCapacity) + " storages per set");
-  items_[static_cast<std::size_t>(n_++)] = std::move(s);
+  if (n_ < kInline) items_[static_cast<std::size_t>(n_)] = std::move(s);
+  else more_.push_back(std::move(s));
+  ++n_;
 }
 
 void StorageList::clear() {
-  for (int i = 0; i < n_; ++i) items_[static_cast<std::size_t>(i)].reset();
+  for (int i = 0; i < n_ && i < kInline; ++i) items_[static_cast<std::size_t>(i)].reset();
+  more_.clear();
   n_ = 0;
 }
 

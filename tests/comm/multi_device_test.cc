@@ -17,9 +17,9 @@
 namespace tide::test {
 namespace {
 
-// The local reduction's ops: the first reads up to kCapacity devices' tensors;
-// each later one reads kCapacity - 1 more and the buffer it adds to.
-constexpr int kFirst = StorageList::kCapacity, kLater = StorageList::kCapacity - 1;
+// The local reduction's ops: the first reads up to kInline devices' tensors;
+// each later one reads kInline - 1 more and the buffer it adds to.
+constexpr int kFirst = StorageList::kInline, kLater = StorageList::kInline - 1;
 int local_reduce_ops(int devices) { return devices <= kFirst ? 1 : 1 + (devices - kFirst + kLater - 1) / kLater; }
 int local_reduce_op_of(int device) { return device < kFirst ? 0 : 1 + (device - kFirst) / kLater; }
 
@@ -130,7 +130,7 @@ TEST(MultiDevice, RunsAsChunkedOpsOnCpu0CommStream) {
   }
   EXPECT_EQ(local, local_reduce_ops(k));
   EXPECT_EQ(across, 1);
-  EXPECT_EQ(back, (k + StorageList::kCapacity - 1) / StorageList::kCapacity);
+  EXPECT_EQ(back, (k + StorageList::kInline - 1) / StorageList::kInline);
   check_values<float>(ts, ReduceOp::sum, k * world().size(), "traced");
 }
 

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <memory>
 #include <type_traits>
+#include <vector>
 #include <tide/core/loc.h>
 
 #include <tide/core/device.h>
@@ -51,10 +52,13 @@ struct OpContext {
 
 using KernelFn = SmallFunction<void(const OpContext&)>;
 
-/// A fixed-capacity list of storages an op reads or writes.
+/// The storages an op reads or writes: up to kInline held in the list
+/// itself (every op of the ops library but the multi-tensor optimizer
+/// steps), up to kCapacity in all.
 class StorageList {
  public:
-  static constexpr int kCapacity = 4;
+  static constexpr int kInline = 4;
+  static constexpr int kCapacity = 64;
   StorageList() = default;
   /// The storages listed, in order: {a.storage(), b.storage()}. Each is
   /// copied once into its slot (an initializer_list would copy each into a
@@ -63,18 +67,24 @@ class StorageList {
   template <typename... S>
     requires(sizeof...(S) > 0 && (std::is_convertible_v<const S&, const std::shared_ptr<Storage>&> && ...))
   StorageList(const S&... s) {
-    static_assert(sizeof...(S) <= kCapacity, "an op lists at most StorageList::kCapacity storages per set");
+    static_assert(sizeof...(S) <= kInline, "a list made at once holds at most StorageList::kInline storages; "
+                                           "add() takes more");
     (put(s), ...);
   }
+  /// Throws UsageError past kCapacity.
   void add(std::shared_ptr<Storage> s);
   int size() const { return n_; }
-  Storage* operator[](int i) const { return items_[static_cast<std::size_t>(i)].get(); }
-  const std::shared_ptr<Storage>& shared(int i) const { return items_[static_cast<std::size_t>(i)]; }
+  Storage* operator[](int i) const { return shared(i).get(); }
+  const std::shared_ptr<Storage>& shared(int i) const {
+    return i < kInline ? items_[static_cast<std::size_t>(i)] : more_[static_cast<std::size_t>(i - kInline)];
+  }
+  /// Empties the list; past kInline its room is kept for the next ops.
   void clear();
 
  private:
   void put(const std::shared_ptr<Storage>& s) { items_[static_cast<std::size_t>(n_++)] = s; }
-  std::array<std::shared_ptr<Storage>, kCapacity> items_{};
+  std::array<std::shared_ptr<Storage>, kInline> items_{};
+  std::vector<std::shared_ptr<Storage>> more_;  // the storages past kInline
   int n_ = 0;
 };
 
