@@ -227,11 +227,29 @@ struct AdamScalars {
   double bias_correction2_sqrt = 0;  // sqrt(1 - beta2^step)
 };
 
+/// The parameters of one multi-tensor step (one op): parameter k is
+/// param[k], of n[k] elements, with grad[k] and its state (state1[k]: SGD's
+/// velocity, Adam's m; state2[k]: Adam's v, null for SGD), all of one dtype.
+struct OptimTensors {
+  static constexpr int kMax = 16;
+  int count = 0;
+  void* param[kMax]{};
+  const void* grad[kMax]{};
+  void* state1[kMax]{};
+  void* state2[kMax]{};
+  std::int64_t n[kMax]{};
+};
+
 struct Optim {
   void (*sgd)(void* stream, DType dtype, void* param, const void* grad, void* velocity,
               std::int64_t n, double lr, double momentum, double weight_decay) = nullptr;
   void (*adam)(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,
                std::int64_t n, const AdamScalars& s) = nullptr;
+  /// sgd and adam over every parameter of `t` at once (one launch on a
+  /// GPU); each parameter's result is the single-tensor kernel's, bit for bit.
+  void (*sgd_many)(void* stream, DType dtype, const OptimTensors& t, double lr, double momentum,
+                   double weight_decay) = nullptr;
+  void (*adam_many)(void* stream, DType dtype, const OptimTensors& t, const AdamScalars& s) = nullptr;
 };
 
 // ---------------------------------------------------------------------------

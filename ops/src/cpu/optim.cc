@@ -59,8 +59,19 @@ void adam(void*, DType dtype, void* param, const void* grad, void* m, void* v, s
   });
 }
 
+// The multi-tensor steps: the single-tensor loops, one parameter after
+// another (on the CPU one op saves pushes, not kernel launches).
+void sgd_many(void* stream, DType dtype, const OptimTensors& t, double lr, double momentum, double weight_decay) {
+  for (int k = 0; k < t.count; ++k)
+    sgd(stream, dtype, t.param[k], t.grad[k], t.state1[k], t.n[k], lr, momentum, weight_decay);
+}
+
+void adam_many(void* stream, DType dtype, const OptimTensors& t, const AdamScalars& s) {
+  for (int k = 0; k < t.count; ++k) adam(stream, dtype, t.param[k], t.grad[k], t.state1[k], t.state2[k], t.n[k], s);
+}
+
 }  // namespace
 
-const Optim cpu_optim{&sgd, &adam};
+const Optim cpu_optim{&sgd, &adam, &sgd_many, &adam_many};
 
 }  // namespace tide::kernels

@@ -292,49 +292,6 @@ __global__ void __launch_bounds__(kBlock) argmax_rows_kernel(const T* in, I* out
   }
 }
 
-// ---------------------------------------------------------------------------
-// Optimizers. The _rn intrinsics round each operation on its own, as the
-// CPU does: nvcc would otherwise fuse a * b + c into one fma, which rounds
-// once and so differs from the CPU in the last bit.
-
-__device__ inline float add_rn(float a, float b) { return __fadd_rn(a, b); }
-__device__ inline double add_rn(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline float sub_rn(float a, float b) { return __fsub_rn(a, b); }
-__device__ inline double sub_rn(double a, double b) { return __dsub_rn(a, b); }
-__device__ inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline double mul_rn(double a, double b) { return __dmul_rn(a, b); }
-
-/// SGD in T, as the CPU computes it (cpu/optim.cc).
-template <typename T>
-__global__ void sgd_kernel(T* param, const T* grad, T* velocity, std::int64_t n, double lr,
-                           double momentum, double weight_decay) {
-  const T lr_t = static_cast<T>(lr), momentum_t = static_cast<T>(momentum), wd_t = static_cast<T>(weight_decay);
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    const T p = param[i];
-    const T g = add_rn(grad[i], mul_rn(wd_t, p));
-    const T v = add_rn(mul_rn(momentum_t, velocity[i]), g);
-    velocity[i] = v;
-    param[i] = sub_rn(p, mul_rn(lr_t, v));
-  }
-}
-
-template <typename T>
-__global__ void adam_kernel(T* param, const T* grad, T* m, T* v, std::int64_t n, AdamScalars s) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    const double p = param[i];
-    const double g = __dadd_rn(static_cast<double>(grad[i]), __dmul_rn(s.weight_decay, p));
-    const T mi = static_cast<T>(__dadd_rn(__dmul_rn(s.beta1, static_cast<double>(m[i])),
-                                          __dmul_rn(__dsub_rn(1.0, s.beta1), g)));
-    const T vi = static_cast<T>(__dadd_rn(__dmul_rn(s.beta2, static_cast<double>(v[i])),
-                                          __dmul_rn(__dmul_rn(__dsub_rn(1.0, s.beta2), g), g)));
-    m[i] = mi;
-    v[i] = vi;
-    const double denom =
-        __dadd_rn(__ddiv_rn(__dsqrt_rn(static_cast<double>(vi)), s.bias_correction2_sqrt), s.eps);
-    param[i] = static_cast<T>(__dsub_rn(p, __dmul_rn(s.step_size, __ddiv_rn(static_cast<double>(mi), denom))));
-  }
-}
-
 }  // namespace
 
 void add_row_bias(void* stream, DType dtype, void* y, const void* b, std::int64_t rows,
@@ -430,30 +387,6 @@ void argmax(void* stream, DType dtype, const void* in, DType index, void* out, s
     };
     if (index == DType::i32) launch(static_cast<std::int32_t*>(out));
     else launch(static_cast<std::int64_t*>(out));
-    TIDE_CUDA_LAUNCH_CHECK();
-  });
-}
-
-void sgd_step(void* stream, DType dtype, void* param, const void* grad, void* velocity,
-              std::int64_t n, double lr, double momentum, double weight_decay) {
-  if (n == 0) return;
-  dispatch_floating(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    sgd_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(velocity), n, lr,
-        momentum, weight_decay);
-    TIDE_CUDA_LAUNCH_CHECK();
-  });
-}
-
-void adam_step(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,
-               std::int64_t n, const AdamScalars& s) {
-  if (n == 0) return;
-  dispatch_floating(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    adam_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<T*>(param), static_cast<const T*>(grad), static_cast<T*>(m), static_cast<T*>(v),
-        n, s);
     TIDE_CUDA_LAUNCH_CHECK();
   });
 }

@@ -58,15 +58,4 @@ void softmax_cross_entropy_backward(void* stream, DType dtype, const void* probs
 void argmax(void* stream, DType dtype, const void* in, DType index, void* out, std::int64_t outer,
             std::int64_t len, std::int64_t inner);
 
-/// SGD as the CPU's sgd_step, in place; every double operation is rounded
-/// on its own (no fused multiply-add), so results are the CPU's bit for bit.
-void sgd_step(void* stream, DType dtype, void* param, const void* grad, void* velocity,
-              std::int64_t n, double lr, double momentum, double weight_decay);
-
-using kernels::AdamScalars;
-
-/// Adam as the CPU's adam_step, in place, rounded like sgd_step.
-void adam_step(void* stream, DType dtype, void* param, const void* grad, void* m, void* v,
-               std::int64_t n, const AdamScalars& s);
-
 }  // namespace tide::cuda_kernels

@@ -6,6 +6,7 @@
 #include "blas.h"
 #include "creation_kernels.h"
 #include "nn_kernels.h"
+#include "optim_kernels.h"
 #include "reduction_kernels.h"
 
 namespace tide::kernels {
@@ -31,7 +32,8 @@ const Nn cuda_nn{&linear,
                  &cuda_kernels::softmax_cross_entropy,
                  &cuda_kernels::softmax_cross_entropy_backward,
                  &cuda_kernels::argmax};
-const Optim cuda_optim{&cuda_kernels::sgd_step, &cuda_kernels::adam_step};
+const Optim cuda_optim{&cuda_kernels::sgd_step, &cuda_kernels::adam_step, &cuda_kernels::sgd_step_many,
+                       &cuda_kernels::adam_step_many};
 
 const KernelRow cuda_row{&cuda_elementwise, &cuda_creation, &cuda_reduction, &cuda_linalg, &cuda_nn, &cuda_optim};
 

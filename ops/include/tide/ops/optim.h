@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include <tide/ops/creation.h>
 
@@ -52,5 +53,22 @@ struct AdamOptions {
 /// m / (1 - beta1^step) and sqrt(vhat) = sqrt(v) / sqrt(1 - beta2^step).
 void adam_step_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, std::int64_t step,
                 const AdamOptions& options, Loc loc = Loc::current());
+
+// The multi-tensor forms (torch.optim's foreach): the same step for
+// several parameters, entry k of every list going together as the
+// single-tensor form takes them, and each parameter ending with the values
+// that form gives it, bit for bit. They push as few ops as the parameters
+// allow: one per device and dtype, of at most 16 parameters each, so a GPU
+// updates them all in one launch where the single-tensor form launches once
+// per parameter. Beyond the single-tensor checks, no tensor an entry writes
+// (its parameter or state) may overlap a tensor of another entry (their
+// order within one op is unspecified). Empty lists push nothing; lists of
+// different lengths are a ValueError.
+
+void sgd_step_(std::span<Tensor> params, std::span<const Tensor> grads, std::span<Tensor> velocities,
+               const SgdOptions& options, Loc loc = Loc::current());
+
+void adam_step_(std::span<Tensor> params, std::span<const Tensor> grads, std::span<Tensor> m, std::span<Tensor> v,
+                std::int64_t step, const AdamOptions& options, Loc loc = Loc::current());
 
 }  // namespace tide

@@ -1,0 +1,120 @@
+// The multi-tensor optimizer steps on a CUDA device (one launch per op,
+// each block on one parameter) against the single-tensor steps there and on
+// the CPU: the same bits, for parameters of many sizes in one launch (empty,
+// one element, several blocks, past the grid's cap) and lists longer than
+// one op takes.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda_nn_test_util.h"
+
+namespace tide::testing {
+namespace {
+
+using CudaOptimTest = CudaOpsTest;
+TIDE_CUDA_OPS_TEST_SUITE(CudaOptimTest);
+
+/// Parameter sizes: 22 of them, 18 f32 (ops of 16 and 2) and 4 f64 (one op).
+std::vector<std::int64_t> sizes() {
+  std::vector<std::int64_t> s{1000, 0, 1, 257, (std::int64_t{1} << 20) + 7, 31, (std::int64_t{1} << 24) + 3};
+  for (std::int64_t k = 0; s.size() < 22; ++k) s.push_back(100 + 37 * k);
+  return s;
+}
+
+DType dtype_of(std::size_t k) { return k % 5 == 2 ? DType::f64 : DType::f32; }
+
+Tensor random_tensor(std::int64_t n, DType dt, std::uint32_t seed) {
+  if (dt == DType::f64) return from_vector(random_values<double>(idx(n), seed));
+  return from_vector(random_values<float>(idx(n), seed));
+}
+
+struct Lists {
+  std::vector<Tensor> p, s1, s2;
+};
+
+/// The same start on `device`.
+Lists start(Device device) {
+  Lists l;
+  const std::vector<std::int64_t> n = sizes();
+  for (std::size_t k = 0; k < n.size(); ++k) {
+    l.p.push_back(copy_to(random_tensor(n[k], dtype_of(k), static_cast<std::uint32_t>(700 + k)), device));
+    l.s1.push_back(zeros({n[k]}, {dtype_of(k), device}));
+    l.s2.push_back(zeros({n[k]}, {dtype_of(k), device}));
+  }
+  return l;
+}
+
+std::vector<Tensor> grads(int step, Device device) {
+  std::vector<Tensor> g;
+  const std::vector<std::int64_t> n = sizes();
+  for (std::size_t k = 0; k < n.size(); ++k)
+    g.push_back(copy_to(random_tensor(n[k], dtype_of(k), static_cast<std::uint32_t>(800 + 40 * step + k)), device));
+  return g;
+}
+
+void expect_same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k].dtype() == DType::f64)
+      EXPECT_TRUE(a[k].to_vector<double>() == b[k].to_vector<double>()) << what << "[" << k << "]";
+    else
+      EXPECT_TRUE(a[k].to_vector<float>() == b[k].to_vector<float>()) << what << "[" << k << "]";
+  }
+}
+
+TEST_P(CudaOptimTest, SgdOverAListInOneLaunchGivesTheBitsOfOneAtATimeAndOfTheCpu) {
+  TIDE_REQUIRE_GPU();
+  start_engine();
+  const SgdOptions o{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3};
+  Lists many = start(cuda(0)), one = start(cuda(0)), host = start(cpu(0));
+  for (int step = 0; step < 3; ++step) {
+    const std::vector<Tensor> g = grads(step, cuda(0)), hg = grads(step, cpu(0));
+    const std::uint64_t before = eng_->stats().ops_pushed;
+    sgd_step_(many.p, g, many.s1, o);
+    EXPECT_EQ(eng_->stats().ops_pushed - before, 3u) << "18 f32 parameters in ops of 16 and 2, 4 f64 ones in one";
+    for (std::size_t k = 0; k < g.size(); ++k) sgd_step_(one.p[k], g[k], one.s1[k], o);
+    sgd_step_(host.p, hg, host.s1, o);
+  }
+  expect_same_bits(many.p, one.p, "params (one at a time)");
+  expect_same_bits(many.s1, one.s1, "velocities (one at a time)");
+  expect_same_bits(many.p, host.p, "params (cpu)");
+  expect_same_bits(many.s1, host.s1, "velocities (cpu)");
+}
+
+TEST_P(CudaOptimTest, AdamOverAListInOneLaunchGivesTheBitsOfOneAtATimeAndOfTheCpu) {
+  TIDE_REQUIRE_GPU();
+  start_engine();
+  AdamOptions o;
+  o.lr = 1e-2;
+  o.weight_decay = 1e-2;
+  Lists many = start(cuda(0)), one = start(cuda(0)), host = start(cpu(0));
+  for (int step = 1; step <= 3; ++step) {
+    const std::vector<Tensor> g = grads(step, cuda(0)), hg = grads(step, cpu(0));
+    adam_step_(many.p, g, many.s1, many.s2, step, o);
+    for (std::size_t k = 0; k < g.size(); ++k) adam_step_(one.p[k], g[k], one.s1[k], one.s2[k], step, o);
+    adam_step_(host.p, hg, host.s1, host.s2, step, o);
+  }
+  expect_same_bits(many.p, one.p, "params (one at a time)");
+  expect_same_bits(many.s1, one.s1, "m (one at a time)");
+  expect_same_bits(many.s2, one.s2, "v (one at a time)");
+  expect_same_bits(many.p, host.p, "params (cpu)");
+  expect_same_bits(many.s2, host.s2, "v (cpu)");
+}
+
+TEST_P(CudaOptimTest, AGradientThatIsItsParameterAndViewsOfOneBuffer) {
+  TIDE_REQUIRE_GPU();
+  start_engine();
+  Tensor flat = from_vector(std::vector<double>{1, -2, 3, 4, 5, 6});
+  Tensor gflat = copy_to(flat, cuda(0));
+  std::vector<Tensor> p{slice(flat, 0, 0, 2), slice(flat, 0, 2, 6)}, gp{slice(gflat, 0, 0, 2), slice(gflat, 0, 2, 6)};
+  std::vector<Tensor> v{zeros({2}, {DType::f64}), zeros({4}, {DType::f64})};
+  std::vector<Tensor> gv{zeros({2}, {DType::f64, cuda(0)}), zeros({4}, {DType::f64, cuda(0)})};
+  sgd_step_(p, std::vector<Tensor>{p[0], ones({4}, {DType::f64})}, v, {.lr = 0.5});
+  sgd_step_(gp, std::vector<Tensor>{gp[0], ones({4}, {DType::f64, cuda(0)})}, gv, {.lr = 0.5});
+  EXPECT_EQ(gflat.to_vector<double>(), flat.to_vector<double>());
+  EXPECT_EQ(flat.to_vector<double>(), (std::vector<double>{0.5, -1.0, 2.5, 3.5, 4.5, 5.5}));
+}
+
+}  // namespace
+}  // namespace tide::testing
