@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "run.h"
 
@@ -54,18 +55,26 @@ BackwardRange train_step(Run& run, std::int64_t step, Batch& batch) {
     if (k + 1 < k_steps) reducer.finish_step();
   }
 
-  // The optimizer, bucket by bucket: each update waits only for its own
-  // bucket's reduction.
+  // The optimizer, bucket by bucket, each bucket's parameters in one op (on
+  // a GPU, one launch): each update waits only for its own bucket's
+  // reduction. The lists hold handles of the model's tensors, which the
+  // steps update in place.
   Model& model = run.model;
-  for (const auto& bucket : reducer.buckets())
+  std::vector<Tensor> params, grads, state1, state2;
+  for (const auto& bucket : reducer.buckets()) {
+    params.clear(), grads.clear(), state1.clear(), state2.clear();
     for (int i : bucket.params) {
       const auto ui = static_cast<std::size_t>(i);
-      Tensor& p = model.params[ui];
-      if (run.adam)
-        adam_step_(p, reducer.reduced(i), run.state1[ui], run.state2[ui], step + 1, {.lr = run.cfg.lr});
-      else
-        sgd_step_(p, reducer.reduced(i), run.state1[ui], {.lr = run.cfg.lr, .momentum = run.cfg.momentum});
+      params.push_back(model.params[ui]);
+      grads.push_back(reducer.reduced(i));
+      state1.push_back(run.state1[ui]);
+      if (run.adam) state2.push_back(run.state2[ui]);
     }
+    if (run.adam)
+      adam_step_(params, grads, state1, state2, step + 1, {.lr = run.cfg.lr});
+    else
+      sgd_step_(params, grads, state1, {.lr = run.cfg.lr, .momentum = run.cfg.momentum});
+  }
   reducer.finish_step();
   return backward;  // the last micro-batch's: the one that reduces
 }

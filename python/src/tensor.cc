@@ -437,6 +437,23 @@ void bind_tensors(py::module_& m) {
       },
       py::arg("param"), py::arg("grad"), py::arg("velocity"), py::arg("lr"), py::arg("momentum") = 0.0,
       py::arg("weight_decay") = 0.0, "param -= lr * (velocity = momentum * velocity + grad + weight_decay * param)");
+  // The multi-tensor forms: lists of parameters, gradients and states, as
+  // few ops as devices and dtypes allow (one launch per op on a GPU).
+  m.def(
+      "sgd_step_",
+      [](std::vector<Tensor> p, const std::vector<Tensor>& g, std::vector<Tensor> v, double lr, double momentum,
+         double wd) { sgd_step_(p, g, v, SgdOptions{lr, momentum, wd}, here()); },
+      py::arg("params"), py::arg("grads"), py::arg("velocities"), py::arg("lr"), py::arg("momentum") = 0.0,
+      py::arg("weight_decay") = 0.0, "sgd_step_ over lists of parameters, in one op per device and dtype");
+  m.def(
+      "adam_step_",
+      [](std::vector<Tensor> p, const std::vector<Tensor>& g, std::vector<Tensor> m1, std::vector<Tensor> m2,
+         std::int64_t step, double lr, double beta1, double beta2, double eps, double wd) {
+        adam_step_(p, g, m1, m2, step, AdamOptions{lr, beta1, beta2, eps, wd}, here());
+      },
+      py::arg("params"), py::arg("grads"), py::arg("m"), py::arg("v"), py::arg("step"), py::arg("lr") = 1e-3,
+      py::arg("beta1") = 0.9, py::arg("beta2") = 0.999, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0,
+      "adam_step_ over lists of parameters at one step, in one op per device and dtype");
 }
 
 }  // namespace tide::python

@@ -1,7 +1,8 @@
 """Optimizers, as torch.optim's: each keeps its state per parameter and
-updates the parameters in place with one op per parameter (tide.sgd_step_,
-tide.adam_step_), so step() only queues work. Parameters whose .grad is
-None are skipped, as in torch."""
+updates the parameters in place with one op for all of them (per device and
+dtype: tide.sgd_step_ and tide.adam_step_ over lists, as torch's foreach
+form), so step() only queues work. Parameters whose .grad is None are
+skipped, as in torch."""
 from . import _tide
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
@@ -55,12 +56,17 @@ class SGD(Optimizer):
 
     def step(self):
         d = self.defaults
+        params, grads, velocities = [], [], []
         for p, s in zip(self.params, self.state):
             if p.grad is None:
                 continue
             if "velocity" not in s:
                 s["velocity"] = self._zeros_like(p)
-            _tide.sgd_step_(p, p.grad, s["velocity"], lr=d["lr"], momentum=d["momentum"],
+            params.append(p)
+            grads.append(p.grad)
+            velocities.append(s["velocity"])
+        if params:
+            _tide.sgd_step_(params, grads, velocities, lr=d["lr"], momentum=d["momentum"],
                             weight_decay=d["weight_decay"])
 
 
@@ -78,6 +84,7 @@ class Adam(Optimizer):
 
     def step(self):
         d = self.defaults
+        groups = {}  # step count -> (params, grads, m, v): one list op each
         for p, s in zip(self.params, self.state):
             if p.grad is None:
                 continue
@@ -85,7 +92,11 @@ class Adam(Optimizer):
                 s.update(step=0, m=self._zeros_like(p), v=self._zeros_like(p))
             s["step"] += 1
             self._before(p)
-            _tide.adam_step_(p, p.grad, s["m"], s["v"], s["step"], lr=d["lr"], beta1=d["betas"][0],
+            g = groups.setdefault(s["step"], ([], [], [], []))
+            for lst, t in zip(g, (p, p.grad, s["m"], s["v"])):
+                lst.append(t)
+        for step, (params, grads, m, v) in groups.items():
+            _tide.adam_step_(params, grads, m, v, step, lr=d["lr"], beta1=d["betas"][0],
                              beta2=d["betas"][1], eps=d["eps"], weight_decay=self._l2())
 
     def _before(self, p):

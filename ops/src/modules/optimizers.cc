@@ -1,7 +1,9 @@
 // tide::optim's optimizers (<tide/ops/optimizers.h>).
 #include <tide/ops/optimizers.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <tide/core/autograd.h>
 #include <tide/ops/elementwise.h>
@@ -28,13 +30,19 @@ SGD::SGD(std::vector<Tensor> params, SgdOptions o) : Optimizer(std::move(params)
 
 void SGD::step(Loc loc) {
   NoGradGuard no_grad;
+  // Every parameter with a gradient in one multi-tensor step (per device
+  // and dtype): one launch on a GPU.
+  std::vector<Tensor> params, grads, velocities;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
-    const Tensor g = p.grad();
+    Tensor g = p.grad();
     if (!g.defined()) continue;
     if (!velocity_[i].defined()) velocity_[i] = zeros(p.shape(), {p.dtype(), p.device()}, loc);
-    sgd_step_(p, g, velocity_[i], o_, loc);
+    params.push_back(p);
+    grads.push_back(std::move(g));
+    velocities.push_back(velocity_[i]);
   }
+  sgd_step_(params, grads, velocities, o_, loc);
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
@@ -48,17 +56,32 @@ void Adam::step(Loc loc) {
   NoGradGuard no_grad;
   AdamOptions o = o_;
   if (decoupled_) o.weight_decay = 0.0;
+  // The parameters with a gradient, grouped by their step count (the same
+  // for all unless some went without a gradient), each group in one
+  // multi-tensor step.
+  struct Group {
+    std::int64_t step;
+    std::vector<Tensor> params, grads, m, v;
+  };
+  std::vector<Group> groups;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
-    const Tensor g = p.grad();
+    Tensor g = p.grad();
     if (!g.defined()) continue;
     if (!m_[i].defined()) {
       m_[i] = zeros(p.shape(), {p.dtype(), p.device()}, loc);
       v_[i] = zeros(p.shape(), {p.dtype(), p.device()}, loc);
     }
     if (decoupled_ && o_.lr * o_.weight_decay != 0.0) mul_(p, 1.0 - o_.lr * o_.weight_decay, loc);
-    adam_step_(p, g, m_[i], v_[i], ++steps_[i], o, loc);
+    const std::int64_t step = ++steps_[i];
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& gr) { return gr.step == step; });
+    if (it == groups.end()) it = groups.insert(groups.end(), Group{step, {}, {}, {}, {}});
+    it->params.push_back(p);
+    it->grads.push_back(std::move(g));
+    it->m.push_back(m_[i]);
+    it->v.push_back(v_[i]);
   }
+  for (Group& gr : groups) adam_step_(gr.params, gr.grads, gr.m, gr.v, gr.step, o, loc);
 }
 
 }  // namespace tide::optim
