@@ -6,7 +6,9 @@
 // write.
 #include <tide/ops/optim.h>
 
+#include <algorithm>
 #include <array>
+#include <functional>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -91,6 +93,8 @@ void adam_step_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, std::in
 namespace {
 
 constexpr int kPerOp = kernels::OptimTensors::kMax;
+// Adam lists 4 storages read per parameter (param, grad, m, v).
+static_assert(kPerOp * 4 <= StorageList::kCapacity, "an op's lists cannot hold kPerOp parameters");
 
 /// One entry of a multi-tensor step: its tensors (states: 1 for SGD, 2 for Adam).
 struct Entry {
@@ -98,13 +102,6 @@ struct Entry {
   const Tensor* grad;
   Tensor* state[2];
 };
-
-/// Whether the bytes of a and b share any place in memory.
-bool overlap(const Tensor& a, const Tensor& b) {
-  if (!a.is_same(b)) return false;
-  const std::size_t oa = a.storage()->offset(), ob = b.storage()->offset();
-  return oa < ob + b.nbytes() && ob < oa + a.nbytes();
-}
 
 /// The entries of the lists, each checked as the single-tensor step checks
 /// it, and no written tensor overlapping another entry's.
@@ -146,27 +143,38 @@ std::vector<Entry> entries(const char* name, std::span<Tensor> params, std::span
       check_optimizer_tensors(name, ap, ag, {a0, a1});
     }
   }
-  // What an entry writes against everything of every later entry, and
-  // everything of an entry against what every later entry writes.
-  auto tensors = [&](const Entry& en) {
-    std::vector<const Tensor*> t{en.param, en.grad};
-    for (int s = 0; s < nstates; ++s) t.push_back(en.state[s]);
-    return t;
+  // No tensor an entry writes may share a byte with a tensor of another
+  // entry. Every tensor's bytes, sorted by the block they lie in and then by
+  // where they start: only runs within one block are compared, so a list of
+  // separate tensors costs a sort.
+  struct Bytes {
+    const Storage* owner;
+    std::size_t begin, end, entry;
+    bool written;
   };
-  auto written = [&](const Entry& en) {
-    std::vector<const Tensor*> t{en.param};
-    for (int s = 0; s < nstates; ++s) t.push_back(en.state[s]);
-    return t;
-  };
-  for (std::size_t i = 0; i < count; ++i)
-    for (std::size_t j = i + 1; j < count; ++j) {
-      bool clash = false;
-      for (const Tensor* w : written(out[i]))
-        for (const Tensor* t : tensors(out[j])) clash = clash || overlap(*w, *t);
-      for (const Tensor* w : written(out[j]))
-        for (const Tensor* t : tensors(out[i])) clash = clash || overlap(*w, *t);
-      if (clash)
-        throw ValueError(op_prefix(name) + "entries " + std::to_string(i) + " and " + std::to_string(j) +
+  std::vector<Bytes> bytes;
+  bytes.reserve(count * static_cast<std::size_t>(2 + nstates));
+  for (std::size_t k = 0; k < count; ++k) {
+    auto add = [&](const Tensor& t, bool written) {
+      const Storage& st = *t.storage();
+      bytes.push_back({st.owner(), st.offset(), st.offset() + t.nbytes(), k, written});
+    };
+    add(*out[k].param, true);
+    add(*out[k].grad, false);
+    for (int s = 0; s < nstates; ++s) add(*out[k].state[s], true);
+  }
+  std::sort(bytes.begin(), bytes.end(), [](const Bytes& a, const Bytes& b) {
+    return a.owner != b.owner ? std::less<const Storage*>()(a.owner, b.owner) : a.begin < b.begin;
+  });
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    for (std::size_t j = i + 1; j < bytes.size() && bytes[j].owner == bytes[i].owner; ++j) {
+      const Bytes &a = bytes[i], &b = bytes[j];
+      // Sorted by start: once b starts past a's end, so do the rest.
+      if (b.begin >= a.end) break;
+      const bool shared = a.begin < b.end && b.begin < a.end;
+      if (shared && a.entry != b.entry && (a.written || b.written))
+        throw ValueError(op_prefix(name) + "entries " + std::to_string(std::min(a.entry, b.entry)) + " and " +
+                         std::to_string(std::max(a.entry, b.entry)) +
                          " share memory that one of them writes (a parameter or state listed twice, or "
                          "overlapping views); each entry needs tensors of its own");
     }
@@ -202,7 +210,7 @@ std::vector<std::vector<const Entry*>> ops_of(const std::vector<Entry>& all) {
 template <typename Fn, typename Run>
 void push_many(const char* name, const std::vector<const Entry*>& group, int nstates, Fn fn, Run run, Loc loc) {
   const Tensor& first = *group.front()->param;
-  Engine& e = engine_of(name, first, "params[0]");
+  Engine& e = engine_of(name, first, "params");
   StorageList reads, writes;
   auto sizes = std::make_unique<std::array<std::int64_t, kPerOp>>();
   for (std::size_t k = 0; k < group.size(); ++k) {

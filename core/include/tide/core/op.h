@@ -78,13 +78,13 @@ class StorageList {
   const std::shared_ptr<Storage>& shared(int i) const {
     return i < kInline ? items_[static_cast<std::size_t>(i)] : more_[static_cast<std::size_t>(i - kInline)];
   }
-  /// Empties the list; past kInline its room is kept for the next ops.
+  /// Empties the list.
   void clear();
 
  private:
   void put(const std::shared_ptr<Storage>& s) { items_[static_cast<std::size_t>(n_++)] = s; }
   std::array<std::shared_ptr<Storage>, kInline> items_{};
-  std::vector<std::shared_ptr<Storage>> more_;  // the storages past kInline
+  std::vector<std::shared_ptr<Storage>> more_;  // the storages past kInline (empty: no heap block)
   int n_ = 0;
 };
 
