@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "cuda_nn_test_util.h"
+#if TIDE_HAVE_CUDA  // the multi-tensor launch count
+#include "../../ops/src/cuda/optim_kernels.h"
+#endif
 
 namespace tide::testing {
 namespace {
@@ -82,8 +85,15 @@ TEST_P(CudaOptimTest, SgdOverAListInOneLaunchGivesTheBitsOfOneAtATimeAndOfTheCpu
   for (int step = 0; step < 3; ++step) {
     const std::vector<Tensor> g = grads(step, cuda(0), true), hg = grads(step, cpu(0), true);
     const std::uint64_t before = eng_->stats().ops_pushed;
+#if TIDE_HAVE_CUDA
+    const std::uint64_t launches = cuda_kernels::optimizer_many_launches();
+#endif
     sgd_step_(many.p, g, many.s1, o);
     EXPECT_EQ(eng_->stats().ops_pushed - before, 3u) << "18 f32 parameters in ops of 16 and 2, 4 f64 ones in one";
+#if TIDE_HAVE_CUDA
+    eng_->wait_all();
+    EXPECT_EQ(cuda_kernels::optimizer_many_launches() - launches, 3u) << "one launch per op";
+#endif
     for (std::size_t k = 0; k < g.size(); ++k) sgd_step_(one.p[k], g[k], one.s1[k], o);
     sgd_step_(host.p, hg, host.s1, o);
   }

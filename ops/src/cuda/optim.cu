@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include <tide/core/cuda_check.h>
@@ -155,7 +156,11 @@ ManyArgs<T> many_args(const OptimTensors& t, unsigned& blocks) {
   return a;
 }
 
+std::atomic<std::uint64_t> g_many_launches{0};  // optimizer_many_launches()
+
 }  // namespace
+
+std::uint64_t optimizer_many_launches() { return g_many_launches.load(std::memory_order_relaxed); }
 
 void sgd_step(void* stream, DType dtype, void* param, const void* grad, void* velocity,
               std::int64_t n, double lr, double momentum, double weight_decay) {
@@ -189,6 +194,7 @@ void sgd_step_many(void* stream, DType dtype, const OptimTensors& t, double lr, 
     if (blocks == 0) return;
     sgd_many_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(a, sgd_scalars<T>(lr, momentum, weight_decay));
     TIDE_CUDA_LAUNCH_CHECK();
+    g_many_launches.fetch_add(1, std::memory_order_relaxed);
   });
 }
 
@@ -200,6 +206,7 @@ void adam_step_many(void* stream, DType dtype, const OptimTensors& t, const Adam
     if (blocks == 0) return;
     adam_many_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(a, s);
     TIDE_CUDA_LAUNCH_CHECK();
+    g_many_launches.fetch_add(1, std::memory_order_relaxed);
   });
 }
 

@@ -32,4 +32,8 @@ void sgd_step_many(void* stream, DType dtype, const OptimTensors& t, double lr, 
 /// adam_step over every parameter of `t` in one launch, as sgd_step_many.
 void adam_step_many(void* stream, DType dtype, const OptimTensors& t, const AdamScalars& s);
 
+/// How many multi-tensor launches (sgd_step_many, adam_step_many) this
+/// process has made: how a test tells them from launches per parameter.
+std::uint64_t optimizer_many_launches();
+
 }  // namespace tide::cuda_kernels
