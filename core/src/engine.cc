@@ -64,14 +64,18 @@ EngineOptions EngineOptions::from_env() {
 void StorageList::add(std::shared_ptr<Storage> s) {
   if (n_ == kCapacity)
     throw UsageError("an op may list at most " + std::to_string(kCapacity) + " storages per set");
-  if (n_ < kInline) items_[static_cast<std::size_t>(n_)] = std::move(s);
-  else more_.push_back(std::move(s));
+  if (n_ < kInline) {
+    items_[static_cast<std::size_t>(n_)] = std::move(s);
+  } else {
+    if (!more_) more_ = std::make_unique<std::vector<std::shared_ptr<Storage>>>();
+    more_->push_back(std::move(s));
+  }
   ++n_;
 }
 
 void StorageList::clear() {
   for (int i = 0; i < n_ && i < kInline; ++i) items_[static_cast<std::size_t>(i)].reset();
-  more_.clear();
+  if (more_) more_->clear();
   n_ = 0;
 }
 

@@ -76,7 +76,7 @@ class StorageList {
   int size() const { return n_; }
   Storage* operator[](int i) const { return shared(i).get(); }
   const std::shared_ptr<Storage>& shared(int i) const {
-    return i < kInline ? items_[static_cast<std::size_t>(i)] : more_[static_cast<std::size_t>(i - kInline)];
+    return i < kInline ? items_[static_cast<std::size_t>(i)] : (*more_)[static_cast<std::size_t>(i - kInline)];
   }
   /// Empties the list.
   void clear();
@@ -84,8 +84,10 @@ class StorageList {
  private:
   void put(const std::shared_ptr<Storage>& s) { items_[static_cast<std::size_t>(n_++)] = s; }
   std::array<std::shared_ptr<Storage>, kInline> items_{};
-  std::vector<std::shared_ptr<Storage>> more_;  // the storages past kInline (empty: no heap block)
   int n_ = 0;
+  // The storages past kInline, on the heap; null for all but a few ops, so
+  // the list is one pointer larger than the inline slots alone.
+  std::unique_ptr<std::vector<std::shared_ptr<Storage>>> more_;
 };
 
 /// One op as the frontend hands it to the engine.
