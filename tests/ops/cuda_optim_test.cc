@@ -61,10 +61,11 @@ std::vector<Tensor> grads(int step, Device device, bool past_grid) {
   return g;
 }
 
-/// The same bytes (so NaNs compare, and -0 differs from +0).
+/// The same bytes (so NaNs compare, and -0 differs from +0). An empty
+/// vector's data() may be null, which memcmp must not be given.
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 void expect_same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const std::string& what) {

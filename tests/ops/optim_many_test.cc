@@ -60,10 +60,11 @@ std::vector<Tensor> grads(std::uint32_t step) {
   return g;
 }
 
-/// The same bytes (so NaNs compare, and -0 differs from +0).
+/// The same bytes (so NaNs compare, and -0 differs from +0). An empty
+/// vector's data() may be null, which memcmp must not be given.
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 /// Every element of a and b, bit for bit.
