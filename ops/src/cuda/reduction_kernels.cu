@@ -14,9 +14,9 @@
 //
 // Where it can, one launch does both passes, with the same bits: columns of
 // at most 8 chunks in blocks that hold each output's chunks
-// (cols_fused_kernel); rows, when a stream's worker launches them, by each
-// row's last block to finish (rows_kernel's counters, kept at zero between
-// kernels). The only atomics count blocks in; nothing depends on the grid
+// (cols_fused_kernel); rows, when a stream's worker launches them and the
+// grid is about one wave, by each row's last block to finish (rows_kernel's
+// counters, kept at zero between kernels). The only atomics count blocks in; nothing depends on the grid
 // size or on which block comes last, so reruns give identical bits.
 #include "reduction_kernels.h"
 
@@ -413,6 +413,13 @@ constexpr std::int64_t kMaxChunks = 1024;
 // bytes as 4,096 rows of 4,096 took 24 us); in chunks of kRowChunk it is
 // pass 1 of a row sum.
 constexpr std::int64_t kMaxRowChunks = 4096;
+// Rows in several chunks run in one launch only up to this many blocks'
+// tasks, about one wave of an H100 or H200 (132 SMs x 8 blocks): each block
+// waits on its count's fence and atomic before it retires, which costs more
+// than the second launch saves once the grid runs in waves. A whole
+// 4096 x 4096 sum (4,096 tasks) took 30 us in one launch and 26 us in two on
+// an H200; the trainer's and the tests' rows stay below it.
+constexpr std::int64_t kMaxFusedRowTasks = 1024;
 
 thread_local StreamScratch t_scratch;
 thread_local StreamCounters t_counts;
@@ -460,7 +467,7 @@ void reduce_t(const T* in, T* out, std::int64_t outer, std::int64_t len, std::in
   }
   // Rows in several chunks, launched by a stream's worker: pass 2 in the
   // same launch, by each row's last block (rows_kernel's counts).
-  unsigned* counts = rows && chunks > 1 && one_launch_reductions()
+  unsigned* counts = rows && chunks > 1 && outer * chunks <= kMaxFusedRowTasks && one_launch_reductions()
                          ? t_counts.get(static_cast<std::size_t>(outer), stream)
                          : nullptr;
   if (rows) {

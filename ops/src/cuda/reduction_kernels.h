@@ -24,8 +24,8 @@ void launch_reduce(kernels::ReduceOp op, DType dtype, const void* in, void* out,
                    std::int64_t len, std::int64_t inner, void* stream);
 
 /// Whether a reduction may run both passes in one launch where it can (the
-/// columns of a few chunks; rows, and the cross-entropy's mean, when a
-/// stream's worker launches them): TIDE_CUDA_ONE_LAUNCH, 1 by default, 0
+/// columns of a few chunks; rows of at most about one wave of blocks, and
+/// the cross-entropy's mean, when a stream's worker launches them): TIDE_CUDA_ONE_LAUNCH, 1 by default, 0
 /// for two launches always (the A/B the GPU check runs). Read by the first
 /// reduction that could take one launch; a value other than 0 or 1 fails
 /// that op (and each later one that asks), with an error naming it.
