@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <tide/core/cuda_check.h>
@@ -45,7 +46,7 @@ BareLoop::~BareLoop() {
   cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
-void BareLoop::run(int launches, Extra extra) {
+long long BareLoop::run(int launches, Extra extra) {
   auto s = static_cast<cudaStream_t>(stream_);
   const int threads = 128, blocks = (elements_ + threads - 1) / threads;
   // The poller queries the event recorded last (two in turn, as tide's
@@ -63,6 +64,7 @@ void BareLoop::run(int launches, Extra extra) {
       }
     });
   }
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < launches; ++i) {
     add_one<<<blocks, threads, 0, s>>>(static_cast<const float*>(x_), static_cast<float*>(y_), elements_);
     TIDE_CUDA_LAUNCH_CHECK();
@@ -72,9 +74,11 @@ void BareLoop::run(int launches, Extra extra) {
       latest.store(e, std::memory_order_release);
     }
   }
+  const auto t1 = std::chrono::steady_clock::now();
   stop.store(true);
   if (poller.joinable()) poller.join();
   TIDE_CUDA_CHECK(cudaStreamSynchronize(s));
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
 }
 
 }  // namespace tide::examples

@@ -20,8 +20,10 @@ class BareLoop {
   BareLoop(const BareLoop&) = delete;
   BareLoop& operator=(const BareLoop&) = delete;
   /// `launches` kernels computing y = x + 1 back to back, with `extra`
-  /// beside them, then a sync.
-  void run(int launches, Extra extra = Extra::none);
+  /// beside them, then a sync. Returns the nanoseconds the launch loop
+  /// itself took (the sync not counted): when it is about the whole run,
+  /// the host's launches set the pace, else the device's work.
+  long long run(int launches, Extra extra = Extra::none);
 
  private:
   int device_;
