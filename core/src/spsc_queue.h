@@ -10,7 +10,9 @@
 // variable: an idle worker uses no CPU. A queue may be told to keep polling
 // (yielding the core) for a while longer first (set_poll): a GPU stream's
 // threads do, so that an op pushed a few microseconds after the last one
-// (a synchronous round trip) finds them awake.
+// (a synchronous round trip) finds them awake, and for as long as a caller's
+// predicate says (a GPU stream's worker while a host thread waits for its
+// ops: the ops that follow the wait then find it awake).
 #pragma once
 
 #include <array>
@@ -73,6 +75,9 @@ class SpscQueue {
     }
   }
 
+  /// Whether the consumer sleeps (or has been woken and is not yet running).
+  bool consumer_asleep() const { return sleeping_.load(std::memory_order_seq_cst); }
+
   /// Consumer only: takes the next item if there is one.
   bool try_pop(T& out) {
     if (consumed_ == known_pushed_) {
@@ -97,6 +102,12 @@ class SpscQueue {
 
   /// Consumer only: the next item, waiting for it (spin, then sleep).
   T pop() {
+    return pop([] { return false; });
+  }
+
+  /// The same, polling on past set_poll's time while `stay_awake()` holds.
+  template <typename StayAwake>
+  T pop(StayAwake&& stay_awake) {
     T out{};
     for (;;) {
       if (try_pop(out)) return out;
@@ -105,7 +116,7 @@ class SpscQueue {
         if (pushed_.load(std::memory_order_relaxed) != consumed_) break;
       }
       if (pushed_.load(std::memory_order_acquire) != consumed_) continue;
-      if (poll_.count() > 0 && poll_for_item()) continue;
+      if (poll_.count() > 0 && poll_for_item(stay_awake)) continue;
       sleeping_.store(true, std::memory_order_seq_cst);
       {
         std::unique_lock<std::mutex> lock(mutex_);
@@ -118,13 +129,14 @@ class SpscQueue {
  private:
   static constexpr int kSpins = 1024;
 
-  /// Whether an item came within poll_.
-  bool poll_for_item() {
+  /// Whether an item came within poll_, or while `stay_awake()` held.
+  template <typename StayAwake>
+  bool poll_for_item(StayAwake& stay_awake) {
     const auto until = std::chrono::steady_clock::now() + poll_;
     do {
       std::this_thread::yield();
       if (pushed_.load(std::memory_order_acquire) != consumed_) return true;
-    } while (std::chrono::steady_clock::now() < until);
+    } while (std::chrono::steady_clock::now() < until || stay_awake());
     return false;
   }
 

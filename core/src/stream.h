@@ -157,6 +157,10 @@ class Stream {
   void wait_until(std::uint64_t seq);
   /// How many times a wait_until slept (was woken by a completion).
   std::uint64_t host_sleeps() const { return host_sleeps_.load(std::memory_order_relaxed); }
+  /// Whether the worker sleeps, waiting for an op, and how many host
+  /// threads poll in wait_until now (tests).
+  bool worker_asleep() const { return queue_.consumer_asleep(); }
+  int host_pollers() const { return host_polling_.load(std::memory_order_relaxed); }
   /// The native stream of a GPU stream (cudaStream_t on CUDA), null on a
   /// CPU device.
   void* native_stream() const;
@@ -210,6 +214,7 @@ class Stream {
   // Sleeping waiters on launched_ (GPU streams).
   std::atomic<int> waiters_{0};
   std::atomic<std::uint64_t> host_sleeps_{0};  // see host_sleeps()
+  std::atomic<int> host_polling_{0};          // threads polling in wait_until (GPU streams)
   std::mutex mutex_;
   std::condition_variable cv_;
   SpscQueue<QueuedOp*> queue_;     // frontend -> worker

@@ -8,8 +8,8 @@
 // middle of a burst whose later work is held on the device, an op blocked
 // on the host behind launched ops, ops the frontend launches itself on an
 // idle stream among queued ones, whether the host waits for the ops an
-// event covers, how long a host's wait polls before it sleeps, and shutdown
-// with work queued.
+// event covers, how long a host's wait polls before it sleeps, the worker
+// kept awake while the host polls, and shutdown with work queued.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -423,6 +423,55 @@ TEST(StreamCover, AHostWaitPollsAsLongAsItsLaneSaysThenSleeps) {
   a.stream->wait_until(seq);
   EXPECT_TRUE(a.stream->reached(seq));
   EXPECT_EQ(a.stream->host_sleeps(), 1u) << "a wait past its lane's poll sleeps until the completion wakes it";
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+// While a host thread polls in a wait for a GPU stream's ops, the stream's
+// worker polls its queue too instead of sleeping after its own short poll,
+// so the ops pushed once the wait ends need no wake-up; once the host stops
+// polling (its wait ended, or it went to sleep) the worker sleeps again.
+TEST(StreamCover, TheWorkerStaysAwakeWhileTheHostPollsInAWait) {
+  using namespace std::chrono_literals;
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  auto until = [](auto&& cond) {
+    for (int i = 0; i < 5000 && !cond(); ++i) std::this_thread::sleep_for(1ms);
+    return cond();
+  };
+  // Nobody waits: the worker sleeps soon after the queue runs dry.
+  const std::uint64_t first = push(*a.stream, [] {});
+  a.stream->wait_until(first);
+  EXPECT_TRUE(until([&] { return a.stream->worker_asleep(); })) << "an idle worker never slept";
+  // The host polls (up to 10 s) for the next op, which the device then
+  // holds for 50 ms: the worker, woken by its push, must not sleep
+  // meanwhile. (The host's wait starts first: a worker that went to sleep
+  // before the host waited stays asleep until the next push.)
+  a.lane->host_poll_us.store(10'000'000);
+  std::latch device(1);
+  const std::uint64_t held = a.stream->pushed() + 1;
+  const std::uint64_t sleeps = a.stream->host_sleeps();
+  std::atomic<bool> waited{false};
+  std::thread host([&] {
+    a.stream->wait_until(held);
+    waited = true;
+  });
+  EXPECT_TRUE(until([&] { return a.stream->host_pollers() == 1; })) << "the host's wait never polled";
+  EXPECT_EQ(push(*a.stream, [&device] { device.wait(); }), held);
+  std::this_thread::sleep_for(50ms);  // a thousand times the worker's own poll
+  EXPECT_FALSE(a.stream->worker_asleep()) << "the worker slept while the host polled for its ops";
+  device.count_down();
+  host.join();
+  EXPECT_TRUE(waited.load());
+  EXPECT_EQ(a.stream->host_sleeps(), sleeps) << "the host's wait slept within its poll";
+  EXPECT_TRUE(until([&] { return a.stream->worker_asleep(); })) << "the worker never slept after the wait";
+  // A host wait that has gone to sleep does not keep it awake.
+  a.lane->host_poll_us.store(0);
+  std::latch device2(1);
+  const std::uint64_t held2 = push(*a.stream, [&device2] { device2.wait(); });
+  std::thread host2([&] { a.stream->wait_until(held2); });
+  EXPECT_TRUE(until([&] { return a.stream->worker_asleep(); })) << "a sleeping host wait kept the worker awake";
+  device2.count_down();
+  host2.join();
   EXPECT_EQ(hooks.failures.load(), 0);
 }
 
