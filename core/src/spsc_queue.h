@@ -105,7 +105,8 @@ class SpscQueue {
     return pop([] { return false; });
   }
 
-  /// The same, polling on past set_poll's time while `stay_awake()` holds.
+  /// The same, polling on past set_poll's time while `stay_awake()` holds,
+  /// and set_poll's time after.
   template <typename StayAwake>
   T pop(StayAwake&& stay_awake) {
     T out{};
@@ -129,15 +130,18 @@ class SpscQueue {
  private:
   static constexpr int kSpins = 1024;
 
-  /// Whether an item came within poll_, or while `stay_awake()` held.
+  /// Whether an item came within poll_, or while `stay_awake()` held and
+  /// poll_ after (the item that follows a host's wait comes just after it).
   template <typename StayAwake>
   bool poll_for_item(StayAwake& stay_awake) {
-    const auto until = std::chrono::steady_clock::now() + poll_;
-    do {
+    auto until = std::chrono::steady_clock::now() + poll_;
+    for (;;) {
       std::this_thread::yield();
       if (pushed_.load(std::memory_order_acquire) != consumed_) return true;
-    } while (std::chrono::steady_clock::now() < until || stay_awake());
-    return false;
+      const auto now = std::chrono::steady_clock::now();
+      if (stay_awake()) until = now + poll_;
+      else if (now >= until) return false;
+    }
   }
 
   // Producer side.

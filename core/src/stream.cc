@@ -269,7 +269,7 @@ void Stream::worker() {
       if (!uncovered_.empty()) cover();
       // Spins briefly, then sleeps; a GPU stream's worker polls for
       // kGpuPoll first, and on while a host thread polls in a wait for this
-      // stream's ops (wait_until).
+      // stream's ops (wait_until), and kGpuPoll after.
       op = queue_.pop([this] { return host_polling_.load(std::memory_order_relaxed) > 0; });
     }
     if (!op) break;
