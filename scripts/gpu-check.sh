@@ -147,12 +147,14 @@ TIDE_CUDA_WAIT_POLL_US=0 step async_basics_cuda_nopoll 180 "$ex/async_basics" --
 step bench_launch 180 "$ex/bench_launch" --device cuda:0 --json "$res/bench_launch.json"
 step bench_kernels 120 "$ex/bench_kernels" --device cuda:0 --json "$res/bench_kernels.json"
 # The reductions that take one launch where they can, and the same in two
-# launches always (TIDE_CUDA_ONE_LAUNCH=0): sum(m) (rows in 4,096 chunks),
-# and column sums of 256 rows (8 chunks; those of 4096 rows have 128).
-step bench_kernels_one_launch 120 "$ex/bench_kernels" --device cuda:0 --cases sum_all \
+# launches always (TIDE_CUDA_ONE_LAUNCH=0): the sum of a 1024 x 4096 matrix
+# (one row in 1,024 chunks, the most that take one launch; a 4096 x 4096
+# one has 4,096 and takes two), and column sums of 256 rows (8 chunks;
+# those of 4096 rows have 128).
+step bench_kernels_one_launch 120 "$ex/bench_kernels" --device cuda:0 --rows 1024 --cases sum_all \
   --json "$res/bench_kernels_one_launch.json"
-TIDE_CUDA_ONE_LAUNCH=0 step bench_kernels_two_launch 120 "$ex/bench_kernels" --device cuda:0 --cases sum_all \
-  --json "$res/bench_kernels_two_launch.json"
+TIDE_CUDA_ONE_LAUNCH=0 step bench_kernels_two_launch 120 "$ex/bench_kernels" --device cuda:0 --rows 1024 \
+  --cases sum_all --json "$res/bench_kernels_two_launch.json"
 step bench_kernels_cols_one_launch 120 "$ex/bench_kernels" --device cuda:0 --rows 256 --cols 65536 \
   --cases sum0,bias_grad --json "$res/bench_kernels_cols_one_launch.json"
 TIDE_CUDA_ONE_LAUNCH=0 step bench_kernels_cols_two_launch 120 "$ex/bench_kernels" --device cuda:0 --rows 256 \

@@ -231,7 +231,7 @@ def main():
                 continue
             a, b = load(one)["cases"], load(two)["cases"]
             for name, c in a.items():
-                tag = name if one == "bench_kernels_one_launch.json" else f"{name}_256_rows"
+                tag = f"{name}_1024_rows" if one == "bench_kernels_one_launch.json" else f"{name}_256_rows"
                 r[tag] = {"gb_per_s_one_launch": c["gb_per_s"], "gb_per_s_two_launches": b[name]["gb_per_s"],
                           "ratio": c["gb_per_s"] / b[name]["gb_per_s"]}
         if os.path.exists(os.path.join(out, "train_cuda_two_launch.json")):
