@@ -138,7 +138,8 @@ std::string SyncPolicy::str() const {
   auto cap = [](std::uint64_t v) { return v == 0 ? std::string("unbounded") : std::to_string(v); };
   std::ostringstream os;
   os << "steps in flight " << (max_inflight_steps ? std::to_string(max_inflight_steps) : "unbounded")
-     << ", queued ops " << cap(max_queued_ops) << ", queued bytes " << cap(max_queued_bytes)
+     << ", queued ops " << cap(max_queued_ops) << ", unlaunched ops per GPU stream " << cap(max_unlaunched_gpu_ops)
+     << ", queued bytes " << cap(max_queued_bytes)
      << ", queued host bytes " << cap(max_queued_host_bytes)
      << ", streaming host bytes " << cap(max_streaming_host_bytes) << " (ops writing at most "
      << streaming_op_bytes << ")"

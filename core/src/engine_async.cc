@@ -57,6 +57,7 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
     if (s.on_host() && policy_.max_streaming_host_bytes && op->bytes && op->bytes <= policy_.streaming_op_bytes)
       op->streaming_bytes = op->bytes;
     gate_queue(*op, s.on_host());
+    gate_launches(s);
 
     op->seq = s.next_seq();
     op->step = current_step();
@@ -185,6 +186,26 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
     if (op.streaming_bytes)
       gate_bytes(bytes, policy_.max_streaming_host_bytes, pushed_streaming_bytes_ - seen_completed_streaming_bytes_,
                  &Queued::streaming_bytes);
+  }
+
+  /// Holds the frontend while the GPU stream it pushes to has
+  /// max_unlaunched_gpu_ops ops not yet launched, until the backlog is down
+  /// to low_water of it (Stream::wait_launched: the worker's next event
+  /// wakes it). A stall of the ops kind.
+  void gate_launches(Stream& s) {
+    const std::uint64_t cap = policy_.max_unlaunched_gpu_ops;
+    if (!cap || s.on_host()) return;
+    const std::uint64_t unlaunched = s.pushed() - s.launched();  // before this op
+    if (unlaunched < cap) return;
+    auto low = static_cast<std::uint64_t>(static_cast<double>(cap) * policy_.low_water);
+    if (low >= cap) low = cap - 1;
+    const std::int64_t t0 = now_ns();
+    counters_->stalling.store(true, std::memory_order_relaxed);
+    s.wait_launched(s.pushed() - low);
+    counters_->stalling.store(false, std::memory_order_relaxed);
+    const std::int64_t t1 = now_ns();
+    counters_->add_stall(counters_->stalls_ops, t1 - t0);
+    trace_stall(counters_->stalls_ops, t0, t1);
   }
 
   /// Stalls a push of `bytes` that would take the queued bytes `field`

@@ -150,6 +150,12 @@ class Stream {
     return completed_streaming_bytes_.load(std::memory_order_seq_cst);
   }
   bool reached(std::uint64_t seq) const { return completed() >= seq; }
+  /// GPU streams: how many ops have been launched and covered by an event.
+  std::uint64_t launched() const { return launched_.load(std::memory_order_seq_cst); }
+  /// Blocks until `seq` ops have been launched and covered by an event
+  /// (GPU streams; a worker waiting for another stream's producer, the
+  /// frontend at the sync policy's cap on unlaunched ops).
+  void wait_launched(std::uint64_t seq);
   /// A CPU device's stream (its ops' outputs are host memory).
   bool on_host() const { return lane_ == nullptr; }
   /// Blocks until `seq` ops have completed: a short spin, on a GPU stream
@@ -157,8 +163,9 @@ class Stream {
   void wait_until(std::uint64_t seq);
   /// How many times a wait_until slept (was woken by a completion).
   std::uint64_t host_sleeps() const { return host_sleeps_.load(std::memory_order_relaxed); }
-  /// Whether the worker sleeps, waiting for an op, and how many host
-  /// threads poll in wait_until now (tests).
+  /// Whether the worker sleeps, waiting for an op, and how many threads
+  /// poll in wait_until now (the frontend, or a CPU stream's worker waiting
+  /// for this stream's op) (tests).
   bool worker_asleep() const { return queue_.consumer_asleep(); }
   int host_pollers() const { return host_polling_.load(std::memory_order_relaxed); }
   /// The native stream of a GPU stream (cudaStream_t on CUDA), null on a
@@ -178,9 +185,6 @@ class Stream {
   /// CPU stream waits for completion on the host); a wait that could not be
   /// made is returned, not thrown.
   backend::Fault gpu_wait_point(const StreamPoint& p);
-  /// Blocks until `seq` ops have been launched and covered by an event
-  /// (GPU streams).
-  void wait_launched(std::uint64_t seq);
   /// GPU streams: asks the worker to cover op `seq` with an event as soon as
   /// it is launched (someone waits for it).
   void want(std::uint64_t seq);
@@ -214,7 +218,7 @@ class Stream {
   // Sleeping waiters on launched_ (GPU streams).
   std::atomic<int> waiters_{0};
   std::atomic<std::uint64_t> host_sleeps_{0};  // see host_sleeps()
-  std::atomic<int> host_polling_{0};          // threads polling in wait_until (GPU streams)
+  std::atomic<int> host_polling_{0};  // threads polling in wait_until (GPU streams): keeps the worker polling
   std::mutex mutex_;
   std::condition_variable cv_;
   SpscQueue<QueuedOp*> queue_;     // frontend -> worker
@@ -226,7 +230,8 @@ class Stream {
   // someone waits for one of them (wanted_), and after kCoverEvery ops.
   static constexpr std::size_t kCoverEvery = 32;
   // How long a GPU stream's worker and completion thread poll their queues
-  // before they sleep (a host waiter for its ops: lane_->host_poll()).
+  // before they sleep (a host waiter for its ops: lane_->host_poll(); the
+  // worker polls on while such a waiter polls, and this long after).
   static constexpr std::chrono::microseconds kGpuPoll{50};
   std::vector<QueuedOp*> uncovered_;  // worker only: launched, no event after them yet
   alignas(64) std::atomic<std::uint64_t> launched_{0};  // written by the worker: launched and covered

@@ -146,7 +146,7 @@ PYBIND11_MODULE(_tide, m) {
       .def_readonly("stalls", &Stats::stalls, "sync-policy gate blocks")
       .def_readonly("stalled_ns", &Stats::stalled_ns)
       .def_readonly("stalls_steps", &Stats::stalls_steps, "stalls at the max_inflight_steps gate")
-      .def_readonly("stalls_ops", &Stats::stalls_ops, "stalls at the max_queued_ops gate")
+      .def_readonly("stalls_ops", &Stats::stalls_ops, "stalls at the max_queued_ops gate or a GPU stream's max_unlaunched_gpu_ops")
       .def_readonly("stalls_bytes", &Stats::stalls_bytes, "stalls at a queued-bytes gate")
       .def_readonly("stalling", &Stats::stalling,
                     "the frontend is in a stall now (counted in stalls once it ends)")
@@ -173,6 +173,7 @@ PYBIND11_MODULE(_tide, m) {
       .def(py::init<>())
       .def_readwrite("max_inflight_steps", &SyncPolicy::max_inflight_steps)
       .def_readwrite("max_queued_ops", &SyncPolicy::max_queued_ops)
+      .def_readwrite("max_unlaunched_gpu_ops", &SyncPolicy::max_unlaunched_gpu_ops)
       .def_readwrite("max_queued_bytes", &SyncPolicy::max_queued_bytes)
       .def_readwrite("max_queued_host_bytes", &SyncPolicy::max_queued_host_bytes)
       .def_readwrite("max_streaming_host_bytes", &SyncPolicy::max_streaming_host_bytes)

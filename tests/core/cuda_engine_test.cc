@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if TIDE_HAVE_CUDA
@@ -157,6 +158,38 @@ TEST_P(CudaEngine, AnOpBlockedOnTheHostDoesNotHoldBackTheOpsBeforeIt) {
   push(*e, "held", cuda(0), StreamKind::copy, {}, {blocked}, [&](const OpContext&) { hold.wait(); });
   EXPECT_EQ(w.to_vector<float>().back(), 5.0f);
   hold.count_down();
+  e->wait_all();
+}
+
+// SyncPolicy::max_unlaunched_gpu_ops: the compute stream's worker is held
+// on the host, so nothing after the held op is launched; the frontend must
+// stop at the cap (a helper releases the worker once it sees the stall, or
+// the test would hang), and every op still runs, in order.
+TEST_P(CudaEngine, TheFrontendStopsAtAGpuStreamsUnlaunchedOpsCap) {
+  TIDE_REQUIRE_GPU();
+  if (GetParam() == EngineKind::naive) GTEST_SKIP() << "the naive engine runs each op before the next push";
+  SyncPolicy p;
+  p.max_unlaunched_gpu_ops = 64;
+  EngineFixture e(GetParam(), 1, p, 1);
+  Tensor x = zeros({2}, {DType::f32, cuda(0)});
+  auto blocked = buffer(*e, cuda(0));
+  e->wait_all();
+  const std::uint64_t before = e->stats().ops_pushed;
+  std::latch hold(1);
+  push(*e, "held", cuda(0), StreamKind::compute, {}, {blocked}, [&](const OpContext&) { hold.wait(); });
+  std::uint64_t pushed_at_stall = 0;
+  std::thread releaser([&] {
+    for (int i = 0; i < 10'000'000 && !e->stats().stalling; ++i) std::this_thread::yield();
+    pushed_at_stall = e->stats().ops_pushed;
+    hold.count_down();
+  });
+  for (int i = 0; i < 500; ++i) add_(x, 1.0);
+  releaser.join();
+  EXPECT_EQ(x.to_vector<float>().back(), 500.0f);
+  EXPECT_EQ(pushed_at_stall - before, 64u) << "the held op and 63 adds, then the stall";
+  const Stats s = e->stats();
+  EXPECT_GE(s.stalls_ops, 1u);
+  EXPECT_GT(s.stalled_ns, 0);
   e->wait_all();
 }
 

@@ -464,11 +464,17 @@ TEST(StreamCover, TheWorkerStaysAwakeWhileTheHostPollsInAWait) {
   EXPECT_TRUE(waited.load());
   EXPECT_EQ(a.stream->host_sleeps(), sleeps) << "the host's wait slept within its poll";
   EXPECT_TRUE(until([&] { return a.stream->worker_asleep(); })) << "the worker never slept after the wait";
-  // A host wait that has gone to sleep does not keep it awake.
+  // A host wait that has gone to sleep does not keep it awake: once the
+  // worker has launched the op (its event recorded: it ran, so it was
+  // awake) and the host's wait sleeps, the worker must go to sleep again.
   a.lane->host_poll_us.store(0);
   std::latch device2(1);
+  const std::uint64_t records = a.lane->records.load(), sleeps2 = a.stream->host_sleeps();
   const std::uint64_t held2 = push(*a.stream, [&device2] { device2.wait(); });
   std::thread host2([&] { a.stream->wait_until(held2); });
+  EXPECT_TRUE(until([&] { return a.lane->records.load() > records; })) << "the worker never launched op " << held2;
+  EXPECT_TRUE(until([&] { return a.stream->host_sleeps() > sleeps2; })) << "the host's wait never slept";
+  EXPECT_EQ(a.stream->host_pollers(), 0);
   EXPECT_TRUE(until([&] { return a.stream->worker_asleep(); })) << "a sleeping host wait kept the worker awake";
   device2.count_down();
   host2.join();

@@ -142,6 +142,21 @@ TEST(QueuedOps, CapBlocksTheFrontendAtTheHighWaterMark) {
   EXPECT_GT(s.stalled_ns, 0);
 }
 
+// max_unlaunched_gpu_ops holds only GPU streams: a CPU stream's backlog
+// behind a held op passes it freely (CudaEngine tests the GPU side).
+TEST(QueuedOps, TheUnlaunchedGpuOpsCapDoesNotHoldCpuStreams) {
+  SyncPolicy p;
+  p.max_unlaunched_gpu_ops = 1;
+  EngineFixture e(EngineKind::async, 1, p);
+  std::latch hold(1);
+  push(*e, "held", cpu(0), StreamKind::compute, {}, {}, [&](const OpContext&) { hold.wait(); });
+  for (int i = 0; i < 100; ++i) push(*e, "tiny", cpu(0), StreamKind::compute, {}, {}, [](const OpContext&) {});
+  EXPECT_EQ(e->stats().queued_ops, 101u) << "every push returned while the backend was held";
+  EXPECT_EQ(e->stats().stalls, 0u);
+  hold.count_down();
+  e->wait_all();
+}
+
 TEST(QueuedBytes, CapKeepsQueuedBytesUnderIt) {
   constexpr std::size_t kOpBytes = 4096;
   SyncPolicy p;
