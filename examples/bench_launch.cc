@@ -5,7 +5,7 @@
 // alternated in one run.
 //
 //   bench_launch [--device cuda:0] [--ops 20000] [--repeats 7] [--elements 2]
-//                [--max-queued-ops N] [--json FILE]
+//                [--max-queued-ops N] [--max-unlaunched-gpu-ops N] [--json FILE]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,7 +31,8 @@ using tide::examples::now_ns;
 struct Options {
   tide::Device device = tide::cuda(0);
   int ops = 20000, repeats = 7, elements = 2;
-  std::uint64_t max_queued_ops = 0;  // 0: the sync policy's default
+  std::uint64_t max_queued_ops = 0;          // 0: the sync policy's default
+  std::int64_t max_unlaunched_gpu_ops = -1;  // < 0: the sync policy's default
   std::string json;
   bool check = false;  // --check: exit 3 when a target is missed
 };
@@ -50,6 +51,10 @@ int parse(int argc, char** argv, Options& o) {
   app.add_option("--max-queued-ops", o.max_queued_ops,
                  "how many ops the frontend may have queued and not completed (SyncPolicy::max_queued_ops; 0: the "
                  "default)");
+  app.add_option("--max-unlaunched-gpu-ops", o.max_unlaunched_gpu_ops,
+                 "how many ops the GPU stream may have pushed and not launched (SyncPolicy::max_unlaunched_gpu_ops; "
+                 "0: unbounded; default: the library's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--json", o.json, "also write every number as JSON to this file");
   tide::examples::add_check_flag(app, o.check);
   const int status = tide::examples::parse_command_line(app, argc, argv);
@@ -67,9 +72,10 @@ int main(int argc, char** argv) try {
   if (const int status = parse(argc, argv, o); status >= 0) return status;
   if (const int status = tide::examples::gpu_only("bench_launch", "GPU launches", o.device); status >= 0) return status;
   runtime->engine().check_device(o.device);
-  if (o.max_queued_ops > 0) {
+  if (o.max_queued_ops > 0 || o.max_unlaunched_gpu_ops >= 0) {
     tide::SyncPolicy p = runtime->engine().policy();
-    p.max_queued_ops = o.max_queued_ops;
+    if (o.max_queued_ops > 0) p.max_queued_ops = o.max_queued_ops;
+    if (o.max_unlaunched_gpu_ops >= 0) p.max_unlaunched_gpu_ops = static_cast<std::uint64_t>(o.max_unlaunched_gpu_ops);
     runtime->engine().set_policy(p);
   }
   tide::examples::BareLoop bare(o.device.index, o.elements);
@@ -137,9 +143,11 @@ int main(int argc, char** argv) try {
   }
   const double b = median(bare_ns), t = median(tide_ns);
   const double be = median(events_ns), bp = median(polled_ns);
-  std::printf("bench_launch on %s: %d tiny ops (%d elements), median of %d; at most %llu ops queued\n",
+  std::printf("bench_launch on %s: %d tiny ops (%d elements), median of %d; at most %llu ops queued, %llu not "
+              "launched (0: unbounded)\n",
               o.device.str().c_str(), o.ops, o.elements, o.repeats,
-              static_cast<unsigned long long>(runtime->engine().policy().max_queued_ops));
+              static_cast<unsigned long long>(runtime->engine().policy().max_queued_ops),
+              static_cast<unsigned long long>(runtime->engine().policy().max_unlaunched_gpu_ops));
   const double bl = median(bare_launch_ns), tl = median(launched_ns);
   std::printf("  bare launch loop   %8.0f ns per launch (%.0f ns of it launching)\n", b, bl);
   std::printf("  + an event per 32  %8.0f ns per launch\n", be);
@@ -165,6 +173,7 @@ int main(int argc, char** argv) try {
     j.key("ops").value(o.ops);
     j.key("elements").value(o.elements);
     j.key("max_queued_ops").value(runtime->engine().policy().max_queued_ops);
+    j.key("max_unlaunched_gpu_ops").value(runtime->engine().policy().max_unlaunched_gpu_ops);
     j.key("bare_ns_per_launch").value(b);
     j.key("bare_events_ns_per_launch").value(be);
     j.key("bare_polled_ns_per_launch").value(bp);
