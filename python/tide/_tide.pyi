@@ -132,6 +132,7 @@ class SyncPolicy:
     def __init__(self) -> None: ...
     max_inflight_steps: int
     max_queued_ops: int
+    max_unlaunched_gpu_ops: int
     max_queued_bytes: int
     max_queued_host_bytes: int
     max_streaming_host_bytes: int
