@@ -200,12 +200,18 @@ void Stream::wait_launched(std::uint64_t seq) {
     TIDE_CPU_RELAX();
     if (done()) return;
   }
-  waiters_.fetch_add(1, std::memory_order_seq_cst);
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, done);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    // As in wait_until, with cover() on the other side: the worker either
+    // publishes the count before this check, or loads launch_wake_at_
+    // after this lowering and notifies.
+    std::uint64_t at = launch_wake_at_.load(std::memory_order_seq_cst);
+    while (seq < at && !launch_wake_at_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
+    }
+    if (done()) return;
+    cv_.wait(lock);
+    launch_wakeups_.fetch_add(1, std::memory_order_relaxed);
   }
-  waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Stream::complete(std::uint64_t seq) {
@@ -340,8 +346,9 @@ void Stream::cover() {
   }
   uncovered_.clear();
   publish_launched(seq);
-  if (waiters_.load(std::memory_order_seq_cst) > 0) {
+  if (launch_wake_at_.load(std::memory_order_seq_cst) <= seq) {
     std::lock_guard<std::mutex> lock(mutex_);
+    launch_wake_at_.store(kNobody, std::memory_order_seq_cst);
     cv_.notify_all();
   }
 }

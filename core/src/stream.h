@@ -163,6 +163,8 @@ class Stream {
   void wait_until(std::uint64_t seq);
   /// How many times a wait_until slept (was woken by a completion).
   std::uint64_t host_sleeps() const { return host_sleeps_.load(std::memory_order_relaxed); }
+  /// How many times a wait_launched woke from a sleep (tests).
+  std::uint64_t launch_wakeups() const { return launch_wakeups_.load(std::memory_order_relaxed); }
   /// Whether the worker sleeps, waiting for an op, and how many threads
   /// poll in wait_until now (the frontend, or a CPU stream's worker waiting
   /// for this stream's op) (tests).
@@ -215,8 +217,12 @@ class Stream {
   // after which every sleeper lowers it again.
   static constexpr std::uint64_t kNobody = ~std::uint64_t{0};
   alignas(64) std::atomic<std::uint64_t> wake_at_{kNobody};
-  // Sleeping waiters on launched_ (GPU streams).
-  std::atomic<int> waiters_{0};
+  // Sleeping waiters on launched_ (GPU streams), as wake_at_ is for
+  // completed_: the lowest count one of them waits for, so that a cover
+  // wakes them only once one of them can go on (the frontend at the cap on
+  // unlaunched ops waits for hundreds of ops, covered 32 at a time).
+  alignas(64) std::atomic<std::uint64_t> launch_wake_at_{kNobody};
+  std::atomic<std::uint64_t> launch_wakeups_{0};  // see launch_wakeups()
   std::atomic<std::uint64_t> host_sleeps_{0};  // see host_sleeps()
   std::atomic<int> host_polling_{0};  // threads polling in wait_until (GPU streams): keeps the worker polling
   std::mutex mutex_;

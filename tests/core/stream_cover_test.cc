@@ -9,7 +9,8 @@
 // on the host behind launched ops, ops the frontend launches itself on an
 // idle stream among queued ones, whether the host waits for the ops an
 // event covers, how long a host's wait polls before it sleeps, the worker
-// kept awake while the host polls, and shutdown with work queued.
+// kept awake while the host polls, a wait for a launch woken only once
+// its op is covered, and shutdown with work queued.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -306,6 +307,35 @@ TEST(StreamCover, AnOpBlockedOnTheHostGetsTheEventOfTheOpsBeforeIt) {
   EXPECT_TRUE(wrote.load());
   hold.count_down();
   a.stream->wait_until(a.stream->pushed());
+}
+
+TEST(StreamCover, AWaitForALaunchWakesOnlyWhenItsOpIsCovered) {
+  // The frontend at the cap on unlaunched ops waits for hundreds of ops to
+  // be launched, which the worker covers 32 at a time: it must be woken
+  // once, when its op is covered, not at every cover before it.
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  std::latch hold(1);
+  push(*a.stream, [&hold] { hold.wait(); }, {}, false);  // the ops behind it are all queued
+  constexpr int kSlow = 320;                              // ten covers of 32
+  std::uint64_t last = 0;
+  for (int i = 0; i < kSlow; ++i) {
+    QueuedOp* op = a.stream->acquire_op();
+    op->desc.launch_only = true;
+    op->desc.fn = [](const OpContext& ctx) {  // a launch that takes the host 100 us
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      static_cast<SimQueue*>(ctx.native_stream)->push([] {});
+    };
+    op->seq = last = a.stream->next_seq();
+    a.stream->enqueue(op);
+  }
+  hold.count_down();
+  a.stream->wait_launched(last);
+  EXPECT_GE(a.stream->launched(), last);
+  // A notify only for this waiter's op (and, rarely, a spurious wake-up).
+  EXPECT_LE(a.stream->launch_wakeups(), 2u) << "woken at covers before its op's";
+  a.stream->wait_until(last);
+  EXPECT_EQ(hooks.failures.load(), 0);
 }
 
 /// As push(), but the op is launched on this thread when the stream has
