@@ -4,7 +4,6 @@
 // one element, several blocks, past the grid's cap) and lists longer than
 // one op takes.
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -59,23 +58,6 @@ std::vector<Tensor> grads(int step, Device device, bool past_grid) {
   for (std::size_t k = 0; k < n.size(); ++k)
     g.push_back(copy_to(random_tensor(n[k], dtype_of(k), static_cast<std::uint32_t>(800 + 40 * step + k)), device));
   return g;
-}
-
-/// The same bytes (so NaNs compare, and -0 differs from +0). An empty
-/// vector's data() may be null, which memcmp must not be given.
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-void expect_same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    if (a[k].dtype() == DType::f64)
-      EXPECT_TRUE(same_bits(a[k].to_vector<double>(), b[k].to_vector<double>())) << what << "[" << k << "]";
-    else
-      EXPECT_TRUE(same_bits(a[k].to_vector<float>(), b[k].to_vector<float>())) << what << "[" << k << "]";
-  }
 }
 
 TEST_P(CudaOptimTest, SgdOverAListInOneLaunchGivesTheBitsOfOneAtATimeAndOfTheCpu) {

@@ -1,8 +1,10 @@
 // Shared by the ops tests: an engine per test (parameterized over the engine
-// kind), random host inputs and a check that a misuse enqueued nothing.
+// kind), random host inputs, a check that a misuse enqueued nothing, and
+// bit-for-bit comparisons of tensors.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -112,6 +114,24 @@ template <typename F>
 void for_each_numeric_dtype(F f) {
   for_each_dtype_of(f);
   f(std::int64_t{});
+}
+
+/// The same bytes (so NaNs compare, and -0 differs from +0). An empty
+/// vector's data() may be null, which memcmp must not be given.
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+/// Every element of a[k] and b[k], bit for bit (f32 or f64 tensors).
+inline void expect_same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k].dtype() == DType::f64)
+      EXPECT_TRUE(same_bits(a[k].to_vector<double>(), b[k].to_vector<double>())) << what << "[" << k << "]";
+    else
+      EXPECT_TRUE(same_bits(a[k].to_vector<float>(), b[k].to_vector<float>())) << what << "[" << k << "]";
+  }
 }
 
 }  // namespace tide::testing

@@ -2,7 +2,6 @@
 // each parameter ends with the bits of the single-tensor step, in as few
 // ops as devices and dtypes allow, and the lists are checked as a whole.
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -58,24 +57,6 @@ std::vector<Tensor> grads(std::uint32_t step) {
   std::uint32_t seed = 900 + 50 * step;
   for (const Spec& s : specs()) g.push_back(values(s, seed++));
   return g;
-}
-
-/// The same bytes (so NaNs compare, and -0 differs from +0). An empty
-/// vector's data() may be null, which memcmp must not be given.
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-/// Every element of a and b, bit for bit.
-void expect_same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const char* what) {
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    if (a[k].dtype() == DType::f64)
-      EXPECT_TRUE(same_bits(a[k].to_vector<double>(), b[k].to_vector<double>())) << what << "[" << k << "]";
-    else
-      EXPECT_TRUE(same_bits(a[k].to_vector<float>(), b[k].to_vector<float>())) << what << "[" << k << "]";
-  }
 }
 
 TEST_P(OptimManyTest, SgdOverAListGivesTheBitsOfOneParameterAtATime) {

@@ -1,5 +1,6 @@
 // Launch helpers shared by the .cu files of ops: grid sizes for grid-stride
-// loops, the stream a closure hands over as void*, and 16-byte packs.
+// loops, the stream a closure hands over as void*, a floating dtype's
+// dispatch, and 16-byte packs.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <tide/core/dtype.h>
 #include <tide/core/error.h>
 
 namespace tide::cuda_kernels {
@@ -29,6 +31,16 @@ inline unsigned grid_for(std::int64_t work) {
 inline cudaStream_t as_stream(void* s) {
   if (s == nullptr) throw Error("CUDA op run without a stream (OpContext::native_stream is null)");
   return static_cast<cudaStream_t>(s);
+}
+
+/// Calls f(T{}) with T the C++ type of a floating dtype (f64: double, else
+/// float); the frontends of the ops that use it admit no other dtype.
+template <typename F>
+void dispatch_floating(DType t, F&& f) {
+  if (t == DType::f64)
+    f(double{});
+  else
+    f(float{});
 }
 
 /// This thread's first index and the stride of a grid-stride loop, both in

@@ -32,15 +32,6 @@ unsigned blocks_for(std::int64_t n) {
   return static_cast<unsigned>(std::min<std::int64_t>((n + kBlock - 1) / kBlock, kMaxBlocks));
 }
 
-/// Calls f(T{}) for a floating dtype; the frontend admits no other here.
-template <typename F>
-void dispatch_floating(DType t, F&& f) {
-  if (t == DType::f64)
-    f(double{});
-  else
-    f(float{});
-}
-
 template <typename T>
 __device__ T quiet_nan() {
   return std::numeric_limits<T>::quiet_NaN();

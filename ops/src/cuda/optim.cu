@@ -121,14 +121,6 @@ __global__ void adam_many_kernel(const __grid_constant__ ManyArgs<T> a, AdamScal
   for_my_elements(a, k, [&](std::int64_t i) { adam_element(a.param[k], a.grad[k], a.state1[k], a.state2[k], i, s); });
 }
 
-template <typename F>
-void dispatch_floating(DType t, F&& f) {
-  if (t == DType::f64)
-    f(double{});
-  else
-    f(float{});
-}
-
 template <typename T>
 SgdScalars<T> sgd_scalars(double lr, double momentum, double weight_decay) {
   return {static_cast<T>(lr), static_cast<T>(momentum), static_cast<T>(weight_decay)};
