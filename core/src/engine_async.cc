@@ -402,9 +402,9 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
     record_device_failure(op.desc, stream_index, op.seq, op.step, op.push_index, what, at_completion);
   }
 
-  void completed(std::uint64_t bytes) override {
+  void completed(std::uint64_t n, std::uint64_t bytes) override {
     if (gate_waiters_.load(std::memory_order_seq_cst) == 0) return;
-    const std::uint64_t ops = gate_done_ops_.fetch_add(1, std::memory_order_seq_cst) + 1;
+    const std::uint64_t ops = gate_done_ops_.fetch_add(n, std::memory_order_seq_cst) + n;
     const std::uint64_t done_bytes = gate_done_bytes_.fetch_add(bytes, std::memory_order_seq_cst) + bytes;
     if (ops >= gate_need_ops_.load(std::memory_order_seq_cst) ||
         done_bytes >= gate_need_bytes_.load(std::memory_order_seq_cst)) {

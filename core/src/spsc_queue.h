@@ -55,6 +55,14 @@ class SpscQueue {
 
   /// Producer only.
   void push(T value) {
+    put(value);
+    publish();
+  }
+
+  /// Producer only: stores `value` without handing it over; publish() then
+  /// hands over every item put since the last one at once (a run of items
+  /// pays one store of the count and one look at the consumer's sleep).
+  void put(T value) {
     tail_block_->slots[tail_index_] = value;
     if (++tail_index_ == BlockSize) {
       Block* b = spare_.exchange(nullptr, std::memory_order_acquire);
@@ -67,8 +75,13 @@ class SpscQueue {
       tail_block_ = b;
       tail_index_ = 0;
     }
+    ++produced_;
+  }
+
+  /// Producer only: hands over the items put so far.
+  void publish() {
     // seq_cst pairs with the consumer's sleeping_ handshake below.
-    pushed_.store(++produced_, std::memory_order_seq_cst);
+    pushed_.store(produced_, std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst)) {
       std::lock_guard<std::mutex> lock(mutex_);
       cv_.notify_one();

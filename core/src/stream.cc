@@ -67,11 +67,10 @@ void Stream::count_pushed(const QueuedOp& op) {
     pushed_streaming_bytes_.store(pushed_streaming_bytes() + op.streaming_bytes, std::memory_order_relaxed);
 }
 
-void Stream::count_completed(const QueuedOp& op) {
-  if (op.bytes)
-    completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + op.bytes, std::memory_order_seq_cst);
-  if (op.streaming_bytes)
-    completed_streaming_bytes_.store(completed_streaming_bytes_.load(std::memory_order_relaxed) + op.streaming_bytes,
+void Stream::count_completed(std::uint64_t bytes, std::uint64_t streaming_bytes) {
+  if (bytes) completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_seq_cst);
+  if (streaming_bytes)
+    completed_streaming_bytes_.store(completed_streaming_bytes_.load(std::memory_order_relaxed) + streaming_bytes,
                                      std::memory_order_seq_cst);
 }
 
@@ -89,9 +88,9 @@ void Stream::run_here(QueuedOp* op) {
   // could (out of memory for an error's record), and a stream whose count
   // never reaches its pushes would hang every barrier instead.
   [&]() noexcept { hooks_.run(*op, index_, nullptr, nullptr); }();
-  count_completed(*op);
+  count_completed(op->bytes, op->streaming_bytes);
   complete(op->seq);
-  hooks_.completed(op->bytes);
+  hooks_.completed(1, op->bytes);
   recycle(op);  // at once: this is the thread that reclaims
 }
 
@@ -228,10 +227,26 @@ void Stream::complete(std::uint64_t seq) {
 
 void Stream::finish(QueuedOp* op) {
   const std::uint64_t seq = op->seq, bytes = op->bytes;
-  count_completed(*op);
+  count_completed(bytes, op->streaming_bytes);
   finished_.push(op);  // the op is the frontend's again from here
   complete(seq);
-  hooks_.completed(bytes);
+  hooks_.completed(1, bytes);
+}
+
+void Stream::finish_run(std::vector<QueuedOp*>& run) {
+  if (run.empty()) return;
+  std::uint64_t bytes = 0, streaming_bytes = 0;
+  for (const QueuedOp* op : run) {
+    bytes += op->bytes;
+    streaming_bytes += op->streaming_bytes;
+  }
+  const std::uint64_t last = run.back()->seq, ops = run.size();
+  count_completed(bytes, streaming_bytes);
+  for (QueuedOp* op : run) finished_.put(op);
+  finished_.publish();  // the ops are the frontend's again from here
+  run.clear();
+  complete(last);
+  hooks_.completed(ops, bytes);
 }
 
 backend::Fault Stream::gpu_wait_point(const StreamPoint& p) {
@@ -342,8 +357,9 @@ void Stream::cover() {
   if (backend::Fault rec = lane_->record(seq)) hooks_.async_failure(*last, index_, rec.what, false);
   for (QueuedOp* op : uncovered_) {
     op->cover = seq;
-    inflight_.push(op);
+    inflight_.put(op);
   }
+  inflight_.publish();  // the run at once: one store and one wake-up, not one per op
   uncovered_.clear();
   publish_launched(seq);
   if (launch_wake_at_.load(std::memory_order_seq_cst) <= seq) {
@@ -360,12 +376,19 @@ void Stream::completion_worker() {
   } catch (const std::exception&) {
     // Every op of this stream then fails at launch, and its event reports it.
   }
-  // One wait per event: the ops it covers are done together.
+  // One wait per event: the ops it covers are done together, and finish
+  // together once the last of them (the op the event was recorded after)
+  // is seen.
   std::uint64_t waited = 0;
   backend::Fault fault;
+  std::vector<QueuedOp*> run;
+  run.reserve(kCoverEvery);
   for (;;) {
     QueuedOp* op = inflight_.pop();
-    if (!op) return;
+    if (!op) {
+      finish_run(run);  // empty: a run ends with its covering op, which came before the sentinel
+      return;
+    }
     if (op->cover != waited) {
       fault = lane_->wait_done(op->cover, host_wants_, op->seq);
       waited = op->cover;
@@ -385,7 +408,9 @@ void Stream::completion_worker() {
       const bool timed = ran && op->device_timed && lane_->span(op->seq, start, end);
       hooks_.trace_settled(*op, index_, timed, start, end);
     }
-    finish(op);
+    const bool last_of_run = op->seq == op->cover;
+    run.push_back(op);
+    if (last_of_run) finish_run(run);
   }
 }
 

@@ -74,8 +74,9 @@ class Stream {
   struct Hooks {
     /// A non-null `skip_reason`: do not run the kernel, poison the outputs.
     virtual void run(QueuedOp& op, int stream_index, void* native_stream, const char* skip_reason) = 0;
-    /// An op that allocated `bytes` has completed (after its counts are published).
-    virtual void completed(std::uint64_t bytes) = 0;
+    /// `ops` ops that allocated `bytes` in all have completed (after their
+    /// counts are published).
+    virtual void completed(std::uint64_t ops, std::uint64_t bytes) = 0;
     virtual void async_failure(QueuedOp& op, int stream_index, const std::string& what, bool at_completion) = 0;
     /// Whether ops are being traced (a GPU stream then times them on the device).
     virtual bool tracing() const = 0;
@@ -179,10 +180,13 @@ class Stream {
   /// The op's bytes join the pushed counts (frontend), or the completed
   /// ones (whoever ran it), before its completion is published.
   void count_pushed(const QueuedOp& op);
-  void count_completed(const QueuedOp& op);
+  void count_completed(std::uint64_t bytes, std::uint64_t streaming_bytes);
   void complete(std::uint64_t seq);
   /// Everything after an op has completed: bytes, recycling, waiters.
   void finish(QueuedOp* op);
+  /// The same for a run of ops in stream order that completed together (an
+  /// event covers them): the counts move once, by the whole run. Empties it.
+  void finish_run(std::vector<QueuedOp*>& run);
   /// A GPU stream's wait for another stream's point before an op runs (a
   /// CPU stream waits for completion on the host); a wait that could not be
   /// made is returned, not thrown.

@@ -1,5 +1,6 @@
 // Stress test of the frontend -> worker queue: every item arrives, once, in
-// order, across block boundaries, with a consumer that sleeps and wakes.
+// order, across block boundaries, with a consumer that sleeps and wakes,
+// pushed one at a time or put in runs and published together.
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -56,6 +57,40 @@ TEST(SpscQueue, APollingConsumerTakesItemsPushedWithinAndAfterItsPoll) {
   for (int i = 0; i < 60; ++i) {
     q.push(i);
     std::this_thread::sleep_for(std::chrono::microseconds(i % 10 == 0 ? 3000 : 10));
+  }
+  consumer.join();
+}
+
+TEST(SpscQueue, ItemsPutAreHandedOverTogetherAtPublish) {
+  SpscQueue<int, 4> q;  // a run crosses blocks
+  for (int i = 0; i < 10; ++i) q.put(i);
+  int v = -1;
+  EXPECT_FALSE(q.try_pop(v)) << "an item put and not published was taken";
+  q.publish();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(q.try_pop(v));
+    EXPECT_EQ(v, i);
+  }
+  EXPECT_FALSE(q.try_pop(v));
+}
+
+TEST(SpscQueue, RunsPublishedAtOnceReachASleepingConsumerInOrder) {
+  // Runs of 1 to 40 items (as a GPU stream's worker hands a run of launched
+  // ops to its completion thread), some after pauses long enough for the
+  // consumer to sleep: a lost wake-up would hang (ctest's timeout).
+  constexpr int kRuns = 400;
+  SpscQueue<int, 8> q;
+  q.set_poll(std::chrono::microseconds(50));
+  int total = 0;
+  for (int r = 0; r < kRuns; ++r) total += 1 + (r * 7) % 40;
+  std::thread consumer([&] {
+    for (int i = 0; i < total; ++i) EXPECT_EQ(q.pop(), i);
+  });
+  int next = 0;
+  for (int r = 0; r < kRuns; ++r) {
+    for (int k = 0; k < 1 + (r * 7) % 40; ++k) q.put(next++);
+    q.publish();
+    if (r % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   consumer.join();
 }

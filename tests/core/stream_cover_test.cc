@@ -169,7 +169,7 @@ struct Hooks final : Stream::Hooks {
     ctx.native_stream = native;
     op.desc.fn(ctx);
   }
-  void completed(std::uint64_t) override {}
+  void completed(std::uint64_t, std::uint64_t) override {}
   void async_failure(QueuedOp&, int, const std::string&, bool) override { failures.fetch_add(1); }
   bool tracing() const override { return false; }
   void trace_settled(QueuedOp&, int, bool, std::int64_t, std::int64_t) override {}
