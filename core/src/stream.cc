@@ -68,7 +68,8 @@ void Stream::count_pushed(const QueuedOp& op) {
 }
 
 void Stream::count_completed(std::uint64_t bytes, std::uint64_t streaming_bytes) {
-  if (bytes) completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_seq_cst);
+  if (bytes)
+    completed_bytes_.store(completed_bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_seq_cst);
   if (streaming_bytes)
     completed_streaming_bytes_.store(completed_streaming_bytes_.load(std::memory_order_relaxed) + streaming_bytes,
                                      std::memory_order_seq_cst);

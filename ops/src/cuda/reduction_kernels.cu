@@ -338,8 +338,9 @@ __global__ void finalize_kernel(const AccOf<T, M>* partial, T* out, std::int64_t
 /// rows_kernel). One thread adding a thousand partials in turn took most of
 /// a whole-tensor sum.
 template <typename T, Mode M>
-__global__ void __launch_bounds__(kThreads) finalize_rows_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outputs,
-                                     std::int64_t chunks, std::int64_t len) {
+__global__ void __launch_bounds__(kThreads)
+    finalize_rows_kernel(const AccOf<T, M>* partial, T* out, std::int64_t outputs, std::int64_t chunks,
+                         std::int64_t len) {
   using Op = OpOf<T, M>;
   using Acc = AccOf<T, M>;
   __shared__ Acc warps[kThreads / kWarp];
