@@ -276,6 +276,11 @@ class StridedMirror final : public Mirror {
     return std::make_pair(std::move(out), at);
   }
   const Shape& shape() const { return shape_; }
+  /// Whether this mirror picks (shape, strides, offset) of `source`'s elements.
+  bool picks(const Storage& source, const Shape& shape, const std::vector<std::int64_t>& strides,
+             std::int64_t offset) const {
+    return source_.get() == &source && shape_ == shape && strides_ == strides && offset_ == offset;
+  }
 
   const std::shared_ptr<Storage>& source() const override { return source_; }
 
@@ -333,6 +338,14 @@ Tensor as_strided(const Tensor& a, const Shape& shape, const std::vector<std::in
   Tensor out = strided(a, shape, strides, offset, loc);  // the gather that fills the mirror, recorded as strided's
   attach_mirror(out.storage(), std::make_shared<StridedMirror>(a, map, shape, strides, offset, loc));
   return out;
+}
+
+bool is_mirror_of(const Tensor& m, const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
+                  std::int64_t offset) {
+  if (!m.defined() || !a.defined() || m.storage()->is_view() || m.shape() != shape || m.dtype() != a.dtype())
+    return false;
+  const auto* sm = dynamic_cast<const StridedMirror*>(mirror_of(*m.storage()));
+  return sm && sm->picks(*a.storage(), shape, strides, offset);
 }
 
 bool is_mirror(const Tensor& t) {

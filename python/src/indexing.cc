@@ -330,6 +330,9 @@ void set_item(Tensor& t, const py::object& key, const py::object& value) {
   Tensor v = make();
   if (view_key && v.is_same(view) && v.storage()->offset() == view.storage()->offset() && v.shape() == view.shape())
     return;
+  // The mirror t[key] made (t[:, j] += x: __getitem__, the add, then this):
+  // it is kept equal to these very elements, so there is nothing to write.
+  if (!view_key && is_mirror_of(v, t, m.shape, m.strides, m.offset)) return;
   if (fitted != vs) v = reshape(v, std::vector<std::int64_t>(fitted.begin(), fitted.end()));
   if (v.shape() != m.shape) {
     // numpy's broadcast as a gather with zero strides: the values as they

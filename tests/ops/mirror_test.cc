@@ -42,6 +42,20 @@ TEST_P(MirrorTest, OneRunIsAPlainViewAndReachingAnElementTwiceIsRefused) {
   EXPECT_EQ(as_strided(m, {0, 4}, {1, 3}, 0).numel(), 0);
 }
 
+TEST_P(MirrorTest, IsMirrorOfKnowsTheExactPickOfItsSource) {
+  Tensor m = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
+  Tensor other = from_vector(std::vector<float>(12, 0.0f), {3, 4});
+  Tensor col = as_strided(m, {3}, {4}, 1);
+  EXPECT_TRUE(is_mirror_of(col, m, {3}, {4}, 1));
+  EXPECT_FALSE(is_mirror_of(col, m, {3}, {4}, 2));                   // another column
+  EXPECT_FALSE(is_mirror_of(col, m, {2}, {4}, 1));                   // part of it
+  EXPECT_FALSE(is_mirror_of(col, other, {3}, {4}, 1));               // another tensor's pick
+  EXPECT_FALSE(is_mirror_of(reshape(col, {3, 1}), m, {3}, {4}, 1));  // a view of the mirror
+  Tensor row = as_strided(m, {4}, {1}, 4);  // one run: a view, no mirror
+  EXPECT_FALSE(is_mirror_of(row, m, {4}, {1}, 4));
+  EXPECT_FALSE(is_mirror_of(Tensor(), m, {3}, {4}, 1));
+}
+
 TEST_P(MirrorTest, APickOfAMirrorFollowsTheFirstBlockWhereItCan) {
   Tensor m = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
   Tensor t = as_strided(m, {4, 3}, {1, 4}, 0);

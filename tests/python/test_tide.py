@@ -586,6 +586,18 @@ def test_rows_and_leading_slices_are_views_and_take_assignment():
     t[:, 1] = 0  # but assignment through the key writes t's elements, as numpy
     x[:, 1] = 0
     np.testing.assert_array_equal(t.numpy(), x)
+    # t[:, j] += x: the pull, the add and its write-back; __setitem__ then
+    # gets the mirror of those very elements and pushes nothing. (A live
+    # mirror of t, as col, would also take a pull after the write-back.)
+    del col
+    before = RT.stats().ops_pushed
+    t[:, 2] += 7
+    assert RT.stats().ops_pushed - before == 3
+    x[:, 2] += 7
+    np.testing.assert_array_equal(t.numpy(), x)
+    t[:, 2] = t[:, 3]  # the mirror of other elements is written through
+    x[:, 2] = x[:, 3]
+    np.testing.assert_array_equal(t.numpy(), x)
     with pytest.raises(tide.DTypeError, match="does not promote"):
         t[0] = tide.zeros([4], dtype="f64")
     with pytest.raises(TypeError, match="a tide.Tensor or a number"):

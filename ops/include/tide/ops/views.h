@@ -102,6 +102,11 @@ Tensor as_strided(const Tensor& a, const Shape& shape, const std::vector<std::in
                   std::int64_t offset = 0, Loc loc = Loc::current());
 /// Whether t is a mirror made by as_strided (or a view of one).
 bool is_mirror(const Tensor& t);
+/// Whether m is, whole, the mirror that as_strided(a, shape, strides,
+/// offset) made of a's storage: kept equal to exactly those elements of a,
+/// so writing m into them changes nothing (Python's `t[:, j] += x` ends so).
+bool is_mirror_of(const Tensor& m, const Tensor& a, const Shape& shape, const std::vector<std::int64_t>& strides,
+                  std::int64_t offset);
 
 /// Writes `value` (of `shape`, a's dtype and device) into the elements of a
 /// that strided(a, shape, strides, offset) picks, in place: numpy's
