@@ -209,7 +209,7 @@ void Stream::wait_launched(std::uint64_t seq) {
     while (seq < at && !launch_wake_at_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
     }
     if (done()) return;
-    cv_.wait(lock);
+    launch_cv_.wait(lock);
     launch_wakeups_.fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -366,7 +366,7 @@ void Stream::cover() {
   if (launch_wake_at_.load(std::memory_order_seq_cst) <= seq) {
     std::lock_guard<std::mutex> lock(mutex_);
     launch_wake_at_.store(kNobody, std::memory_order_seq_cst);
-    cv_.notify_all();
+    launch_cv_.notify_all();
   }
 }
 
@@ -411,6 +411,7 @@ void Stream::completion_worker() {
     }
     const bool last_of_run = op->seq == op->cover;
     run.push_back(op);
+    TIDE_INTERNAL_ASSERT(run.size() <= kCoverEvery, "a run handed to the completion thread is at most kCoverEvery ops");
     if (last_of_run) finish_run(run);
   }
 }

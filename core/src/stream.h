@@ -230,7 +230,8 @@ class Stream {
   std::atomic<std::uint64_t> host_sleeps_{0};  // see host_sleeps()
   std::atomic<int> host_polling_{0};  // threads polling in wait_until (GPU streams): keeps the worker polling
   std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;         // completions (wait_until); under mutex_
+  std::condition_variable launch_cv_;  // launches (wait_launched); under mutex_
   SpscQueue<QueuedOp*> queue_;     // frontend -> worker
   SpscQueue<QueuedOp*> finished_;  // worker (or completion thread) -> frontend, for reuse
   // GPU streams only.

@@ -303,8 +303,8 @@ void set_masked(Tensor& t, const py::object& key, const py::object& value);
 /// the view when they are one run, else in place along the key's strides (a
 /// column, a step). Every check runs before anything is pushed. `t[key] += x`
 /// lands here with the view itself, already updated, when the key is a
-/// view's (nothing is left to write), and with the updated mirror otherwise
-/// (written again: correct, one scatter more than needed).
+/// view's, or with the updated mirror of the key's elements otherwise,
+/// which the engine keeps equal to them: nothing is left to write.
 void set_item(Tensor& t, const py::object& key, const py::object& value) {
   if (py::isinstance<Tensor>(key) || py::isinstance<py::array>(key)) return set_masked(t, key, value);
   if (py::isinstance<py::list>(key))
