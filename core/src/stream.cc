@@ -1,5 +1,10 @@
 #include "stream.h"
 
+#include <pthread.h>
+
+#include <cstdio>
+#include <string>
+
 #include <tide/core/assert.h>
 #include <tide/core/stream_worker.h>
 
@@ -7,11 +12,23 @@
 
 namespace tide {
 
-Stream::Stream(Hooks& hooks, int index, Device device, StreamKind kind)
-    : Stream(hooks, index, device.is_cuda() ? backend::make_lane(device.index, kind) : nullptr) {}
+namespace {
+/// "gpu0-cmp", "cpu-cpy", "gpu1-comm": a device and a stream kind, short
+/// enough for a thread's name.
+std::string stream_tag(Device device, StreamKind kind) {
+  static constexpr const char* kKinds[kStreamKinds] = {"cmp", "cpy", "comm"};
+  const std::string dev = device.is_cuda() ? "gpu" + std::to_string(device.index) : "cpu";
+  return dev + "-" + kKinds[static_cast<int>(kind)];
+}
+}  // namespace
 
-Stream::Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane)
-    : hooks_(hooks), index_(index), lane_(std::move(lane)) {
+Stream::Stream(Hooks& hooks, int index, Device device, StreamKind kind)
+    : Stream(hooks, index, device.is_cuda() ? backend::make_lane(device.index, kind) : nullptr,
+             stream_tag(device, kind)) {}
+
+Stream::Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane, std::string tag)
+    : hooks_(hooks), index_(index), tag_(tag.empty() ? "s" + std::to_string(index) : std::move(tag)),
+      lane_(std::move(lane)) {
   if (lane_) {
     uncovered_.reserve(kCoverEvery);
     queue_.set_poll(kGpuPoll);
@@ -263,12 +280,22 @@ backend::Fault Stream::gpu_wait_point(const StreamPoint& p) {
 
 namespace {
 thread_local bool t_stream_worker = false;
+
+/// Names the calling thread for tools that list threads (top -H, perf, a
+/// debugger): "tide-<tag><suffix>", cut to the 15 characters a name holds
+/// (failing only loses the name).
+void name_thread(const std::string& tag, const char* suffix) {
+  char name[16];
+  std::snprintf(name, sizeof name, "tide-%s%s", tag.c_str(), suffix);
+  pthread_setname_np(pthread_self(), name);
+}
 }  // namespace
 
 bool on_stream_worker() noexcept { return t_stream_worker; }
 
 void Stream::worker() {
   t_stream_worker = true;
+  name_thread(tag_, "");
   std::string device_error;
   if (lane_) {
     try {
@@ -372,6 +399,7 @@ void Stream::cover() {
 
 void Stream::completion_worker() {
   TIDE_INTERNAL_ASSERT(lane_ != nullptr, "a completion thread runs only for a GPU stream");
+  name_thread(tag_, "-d");
   try {
     lane_->bind_thread();
   } catch (const std::exception&) {

@@ -96,8 +96,11 @@ class Stream {
   Stream(Hooks& hooks, int index, Device device, StreamKind kind);
   /// A GPU stream on `lane` (a CPU stream when it is null): what the first
   /// form makes for a GPU device, and how tests run a stream on a simulated
-  /// device.
-  Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane);
+  /// device. Its threads are named "tide-<tag>" (the worker) and
+  /// "tide-<tag>-d" (a GPU stream's completion thread), cut to 15
+  /// characters: the first form's tag is the device and kind ("gpu0-cmp",
+  /// "cpu-cmp"); an empty one reads "s<index>".
+  Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane, std::string tag = {});
   /// Joins the worker if stop() and join() were not called.
   ~Stream();
   Stream(const Stream&) = delete;
@@ -205,6 +208,7 @@ class Stream {
 
   Hooks& hooks_;
   const int index_;
+  const std::string tag_;  // in the threads' names
   // Written by the frontend.
   alignas(64) std::atomic<std::uint64_t> pushed_{0};
   std::atomic<std::uint64_t> pushed_bytes_{0};

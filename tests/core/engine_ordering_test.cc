@@ -2,6 +2,7 @@
 // barriers wait only for what they name. Latches, not sleeps, make the
 // dangerous interleaving happen: the first op is held until the second one
 // has been pushed, so without a dependency edge the second would run first.
+#include <pthread.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -205,6 +206,23 @@ TEST(Workers, IdleWorkersUseNoCpu) {
     seen += (seen.empty() ? "" : ", ") + std::to_string(used);
   }
   EXPECT_LT(quietest, 0.02) << "12 idle workers used CPU in every 200 ms interval (s): " << seen;
+}
+
+TEST(Workers, EachStreamsWorkerIsNamedForItsDeviceAndKind) {
+  EngineFixture e(EngineKind::async, 2);
+  auto name_on = [&](Device device, StreamKind kind) {
+    std::string name;
+    push(*e, "name", device, kind, {}, {buffer(*e, device)}, [&name](const OpContext&) {
+      char buf[16] = {};
+      pthread_getname_np(pthread_self(), buf, sizeof buf);
+      name = buf;
+    });
+    e->wait_all();
+    return name;
+  };
+  EXPECT_EQ(name_on(cpu(0), kCompute), "tide-cpu-cmp");
+  EXPECT_EQ(name_on(cpu(0), kCopy), "tide-cpu-cpy");
+  EXPECT_EQ(name_on(cpu(1), kComm), "tide-cpu-comm");
 }
 
 }  // namespace

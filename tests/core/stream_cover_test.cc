@@ -10,11 +10,16 @@
 // idle stream among queued ones, whether the host waits for the ops an
 // event covers, how long a host's wait polls before it sleeps, the worker
 // kept awake while the host polls, a wait for a launch woken only once
-// its op is covered, and shutdown with work queued.
+// its op is covered, the threads' names, and shutdown with work queued.
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <latch>
 #include <memory>
@@ -509,6 +514,36 @@ TEST(StreamCover, TheWorkerStaysAwakeWhileTheHostPollsInAWait) {
   device2.count_down();
   host2.join();
   EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+/// The names of this process's threads (/proc/self/task/*/comm).
+std::vector<std::string> thread_names() {
+  std::vector<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(task.path() / "comm");
+    std::string name;
+    if (std::getline(f, name)) names.push_back(name);
+  }
+  return names;
+}
+
+TEST(StreamCover, AStreamsThreadsCarryItsIndexInTheirNames) {
+  Hooks hooks;
+  SimStream a(hooks, 7);
+  std::string worker_name;
+  const std::uint64_t seq = push(
+      *a.stream,
+      [&worker_name] {
+        char name[16] = {};
+        pthread_getname_np(pthread_self(), name, sizeof name);
+        worker_name = name;
+      },
+      {}, false);
+  a.stream->wait_until(seq);
+  EXPECT_EQ(worker_name, "tide-s7");
+  const std::vector<std::string> names = thread_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "tide-s7-d"), names.end()) << "no completion thread named";
+  EXPECT_NE(std::find(names.begin(), names.end(), "tide-s7"), names.end());
 }
 
 TEST(StreamCover, ShutdownWithWorkQueuedCompletesEverything) {
