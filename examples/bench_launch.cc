@@ -1,8 +1,13 @@
 // Launch throughput of tiny ops on a GPU: tide's y = x + 1 (push, dependency
 // tracking, a worker launching on the stream, an event after runs of ops, a
 // completion thread) against a bare loop of kernel launches on one stream,
-// and that loop with an event per 32 launches and a thread polling them,
-// alternated in one run.
+// alternated in one run. Beside them, the steps between the two, each
+// measured in the same run so that the differences say where tide's time
+// goes: the bare loop with an event per 32 launches and a thread polling
+// them; the bare loop's launches made by a second thread it hands them to
+// (what moving work off the caller's thread costs by itself); and tide
+// running the bare loop's kernel as a raw engine op (tide's engine and
+// stream without the ops library's checks, table and kernel).
 //
 //   bench_launch [--device cuda:0] [--ops 20000] [--repeats 7] [--elements 2]
 //                [--max-queued-ops N] [--max-unlaunched-gpu-ops N] [--json FILE]
@@ -111,8 +116,34 @@ int main(int argc, char** argv) try {
                                      : 0.0);
     stalled_ns.push_back(static_cast<double>(runtime->engine().stats().stalled_ns - stalled0) / o.ops);
   };
+  // The same ops pushed raw, each launching the bare loop's kernel into a
+  // fresh output as x + 1 does: the engine, its stream and worker, without
+  // the ops library.
+  const auto raw_op = [&] {
+    tide::Tensor y = tide::Tensor::empty(x.shape(), x.dtype(), x.device());
+    tide::OpDesc op;
+    op.name = "raw_add_one";
+    op.device = o.device;
+    op.memory_bound = true;  // as the ops library marks an elementwise op
+    op.launch_only = true;
+    op.reads.add(x.storage());
+    op.writes.add(y.storage());
+    const int n = o.elements;
+    op.fn = [n](const tide::OpContext& c) {
+      tide::examples::BareLoop::launch_add_one(c.in<void>(0), c.out<void>(0), n, c.native_stream);
+    };
+    runtime->engine().push(std::move(op));
+  };
+  auto raw_loop = [&] {
+    const std::int64_t t0 = now_ns();
+    for (int i = 0; i < o.ops; ++i) raw_op();
+    runtime->wait_all();
+    return static_cast<double>(now_ns() - t0) / o.ops;
+  };
   // Warm-up: module load, pool growth, worker wake-up.
   bare.run(1000);
+  bare.run_handed_off(1000);
+  raw_loop();
   tide_loop();
   push_ns.clear();
   run_ns.clear();
@@ -132,27 +163,35 @@ int main(int argc, char** argv) try {
     if (extra == Extra::none) bare_launch_ns.push_back(static_cast<double>(launching) / o.ops);
     return static_cast<double>(now_ns() - t0) / o.ops;
   };
-  std::vector<double> bare_ns, events_ns, polled_ns, tide_ns;
+  std::vector<double> bare_ns, events_ns, polled_ns, handed_ns, raw_ns, tide_ns;
   for (int r = 0; r < o.repeats; ++r) {  // alternated, so drift hits all alike
     bare_ns.push_back(per_launch(Extra::none));
     events_ns.push_back(per_launch(Extra::events));
     polled_ns.push_back(per_launch(Extra::polled));
+    {
+      const std::int64_t t0 = now_ns();
+      bare.run_handed_off(o.ops);
+      handed_ns.push_back(static_cast<double>(now_ns() - t0) / o.ops);
+    }
+    raw_ns.push_back(raw_loop());
     const std::int64_t t0 = now_ns();
     tide_loop();
     tide_ns.push_back(static_cast<double>(now_ns() - t0) / o.ops);
   }
   const double b = median(bare_ns), t = median(tide_ns);
-  const double be = median(events_ns), bp = median(polled_ns);
+  const double be = median(events_ns), bp = median(polled_ns), bh = median(handed_ns), raw = median(raw_ns);
   std::printf("bench_launch on %s: %d tiny ops (%d elements), median of %d; at most %llu ops queued, %llu not "
               "launched (0: unbounded)\n",
               o.device.str().c_str(), o.ops, o.elements, o.repeats,
               static_cast<unsigned long long>(runtime->engine().policy().max_queued_ops),
               static_cast<unsigned long long>(runtime->engine().policy().max_unlaunched_gpu_ops));
   const double bl = median(bare_launch_ns), tl = median(launched_ns);
-  std::printf("  bare launch loop   %8.0f ns per launch (%.0f ns of it launching)\n", b, bl);
-  std::printf("  + an event per 32  %8.0f ns per launch\n", be);
-  std::printf("  + a thread polling %8.0f ns per launch (the event, with a yield between queries)\n", bp);
-  std::printf("  tide y = x + 1     %8.0f ns per op (every op launched after %.0f ns per op)\n", t, tl);
+  std::printf("  %-29s %8.0f ns per launch (%.0f ns of it launching)\n", "bare launch loop", b, bl);
+  std::printf("  %-29s %8.0f ns per launch\n", "+ an event per 32", be);
+  std::printf("  %-29s %8.0f ns per launch (the event, with a yield between queries)\n", "+ a thread polling", bp);
+  std::printf("  %-29s %8.0f ns per launch (handed over through a ring)\n", "launched by a second thread", bh);
+  std::printf("  %-29s %8.0f ns per op (the engine without the ops library)\n", "tide raw op, the bare kernel", raw);
+  std::printf("  %-29s %8.0f ns per op (every op launched after %.0f ns per op)\n", "tide y = x + 1", t, tl);
   std::printf("  tide throughput = %.0f%% of the bare loop (target >= 90%%: %s)\n", 100.0 * b / t,
               b / t >= 0.9 ? "met" : "missed");
   const double push = median(push_ns), run = median(run_ns), stalled = median(stalled_ns);
@@ -177,6 +216,8 @@ int main(int argc, char** argv) try {
     j.key("bare_ns_per_launch").value(b);
     j.key("bare_events_ns_per_launch").value(be);
     j.key("bare_polled_ns_per_launch").value(bp);
+    j.key("bare_handed_off_ns_per_launch").value(bh);
+    j.key("tide_raw_op_ns_per_op").value(raw);
     j.key("tide_ns_per_op").value(t);
     j.key("throughput_vs_bare").value(b / t);
     j.key("push_ns_per_op").value(push);
@@ -192,6 +233,12 @@ int main(int argc, char** argv) try {
     j.end_array();
     j.key("bare_polled_runs_ns").begin_array();
     for (double v : polled_ns) j.value(v);
+    j.end_array();
+    j.key("bare_handed_off_runs_ns").begin_array();
+    for (double v : handed_ns) j.value(v);
+    j.end_array();
+    j.key("tide_raw_op_runs_ns").begin_array();
+    for (double v : raw_ns) j.value(v);
     j.end_array();
     j.key("tide_runs_ns").begin_array();
     for (double v : tide_ns) j.value(v);

@@ -184,7 +184,8 @@ def main():
         v = b["throughput_vs_bare"]
         r = {"value": v, "target": ">= 0.9", "met": v >= 0.9}
         # Where a tide op's time went (bench_launch since it says so).
-        for key in ("bare_ns_per_launch", "bare_events_ns_per_launch", "bare_polled_ns_per_launch", "tide_ns_per_op",
+        for key in ("bare_ns_per_launch", "bare_events_ns_per_launch", "bare_polled_ns_per_launch",
+                    "bare_handed_off_ns_per_launch", "tide_raw_op_ns_per_op", "tide_ns_per_op",
                     "push_ns_per_op", "stalled_ns_per_op", "run_ns_per_op", "bare_launching_ns_per_launch",
                     "tide_launched_ns_per_op"):
             if key in b:

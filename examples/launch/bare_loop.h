@@ -25,6 +25,17 @@ class BareLoop {
   /// the host's launches set the pace, else the device's work.
   long long run(int launches, Extra extra = Extra::none);
 
+  /// The same launches made by a second thread, which the calling thread
+  /// hands them to through a ring of slots (it spins on it, sleeping
+  /// never): the cost of moving work to another thread, which any runtime
+  /// that launches off the caller's thread pays. Returns the nanoseconds
+  /// until the last launch was made.
+  long long run_handed_off(int launches);
+
+  /// Launches the loop's kernel (y = x + 1 over `n` f32) on `stream`: what
+  /// a runtime's op can launch to be compared with the loop itself.
+  static void launch_add_one(const void* x, void* y, int n, void* stream);
+
  private:
   int device_;
   int elements_;
