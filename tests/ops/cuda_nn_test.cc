@@ -80,6 +80,35 @@ TEST_P(CudaNnTest, LinearAndItsBackwardMatchCpu) {
   EXPECT_EQ(linear_backward_weight(none2, none).to_vector<float>(), std::vector<float>(6, 0.0f));
 }
 
+/// With w = 0 the product is exactly 0, so linear's output is its bias on
+/// every row, bit for bit: which bias element each column gets, over rows of
+/// a whole number of 16-byte packs (the packed kernel, f32 and f64), rows
+/// that are not (the element kernel), and a bias at an unaligned address.
+TEST_P(CudaNnTest, LinearAddsItsBiasToEveryRowExactly) {
+  TIDE_REQUIRE_GPU();
+  start_engine();
+  for_each_floating([&](auto tag) {
+    using T = decltype(tag);
+    for (const auto& [n, in, out] : {std::array<std::int64_t, 3>{1, 3, 4}, {37, 5, 64}, {513, 2, 4096},
+                                     {9, 4, 6}, {300, 7, 129}, {1100, 1, 1000}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype_v<T>)) + " n " + std::to_string(n) + " out " + std::to_string(out));
+      const std::vector<T> xv = random_values<T>(idx(n * in), 5), bv = random_values<T>(idx(out + 1), 6);
+      std::vector<T> want(idx(n * out));
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < out; ++c) want[idx(r * out + c)] = bv[idx(c)];
+      const Tensor gx = on_gpu(from_vector(xv, {n, in}));
+      const Tensor gw = on_gpu(from_vector(std::vector<T>(idx(out * in), T(0)), {out, in}));
+      const Tensor gb = on_gpu(from_vector(bv, {out + 1}));
+      expect_same(linear(gx, gw, slice(gb, 0, 0, out)).template to_vector<T>(), want);
+      // The bias from element 1: 4 or 8 bytes past a 16-byte boundary.
+      std::vector<T> want_shifted(idx(n * out));
+      for (std::int64_t r = 0; r < n; ++r)
+        for (std::int64_t c = 0; c < out; ++c) want_shifted[idx(r * out + c)] = bv[idx(c + 1)];
+      expect_same(linear(gx, gw, slice(gb, 0, 1, out + 1)).template to_vector<T>(), want_shifted);
+    }
+  });
+}
+
 TEST_P(CudaNnTest, ReluBackwardIsExact) {
   TIDE_REQUIRE_GPU();
   start_engine();
@@ -93,8 +122,17 @@ TEST_P(CudaNnTest, ReluBackwardIsExact) {
     if (n > 1) xv[1] = static_cast<float>(nan);
     const Tensor x = from_vector(xv), dy = from_vector(dyv);
     expect_same(relu_backward(on_gpu(dy), on_gpu(x)).to_vector<float>(), relu_backward(dy, x).to_vector<float>());
+    if (n < 3) continue;
+    // From element 1 and 2: inputs off a 16-byte boundary (the element
+    // kernel), and each input off by a different amount.
+    for (std::int64_t a : {1, 2}) {
+      SCOPED_TRACE("from element " + std::to_string(a) + " of dy, 1 of x");
+      const Tensor sdy = slice(dy, 0, a, n), sx = slice(x, 0, 1, n - a + 1);
+      expect_same(relu_backward(slice(on_gpu(dy), 0, a, n), slice(on_gpu(x), 0, 1, n - a + 1)).to_vector<float>(),
+                  relu_backward(sdy, sx).to_vector<float>());
+    }
   }
-  for (DType dt : {DType::f64, DType::i32}) {
+  for (DType dt : {DType::f64, DType::i32, DType::i64}) {
     SCOPED_TRACE(dtype_name(dt));
     dispatch_dtype(dt, [&](auto tag) {
       using T = decltype(tag);

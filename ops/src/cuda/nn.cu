@@ -18,6 +18,7 @@
 #include <tide/core/cuda_check.h>
 
 #include "grid_util.cuh"
+#include "map_kernels.cuh"
 #include "scratch.cuh"
 
 namespace tide::cuda_kernels {
@@ -56,15 +57,65 @@ __device__ double block_reduce(double v, double* red, bool is_max) {
 // ---------------------------------------------------------------------------
 // Linear layer.
 
-template <typename T>
-__global__ void add_row_bias_kernel(T* y, const T* b, std::int64_t n, std::int64_t cols) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] += b[i % cols];
+/// y[r, c] += b[c] over y [rows, cols], element by element: the path for
+/// rows whose length is not a whole number of packs, or unaligned pointers.
+/// Index is 32-bit where the count allows (a 64-bit remainder per element
+/// costs more than the element's memory traffic).
+template <typename T, typename Index>
+__global__ void add_row_bias_kernel(T* y, const T* b, Index n, Index cols) {
+  const Index first = static_cast<Index>(first_index()), stride = static_cast<Index>(grid_stride());
+  for (Index i = first; i < n; i += stride) y[i] += b[i % cols];
 }
 
-template <typename T>
-__global__ void relu_backward_kernel(const T* dy, const T* x, T* dx, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) dx[i] = x[i] > T(0) ? dy[i] : T(0);
+/// The same by 16-byte packs, when cols is a multiple of a pack's width and
+/// y and b are 16-byte aligned: each pack of y then lies in one row, and its
+/// bias is one pack of b (which every row reads again, from the cache).
+/// Tiles of kTilePacks packs as map_packs_kernel's (map_kernels.cuh), every
+/// load of a thread issued before its adds and stores.
+template <typename T, typename Index>
+__global__ void add_row_bias_packs_kernel(T* y, const T* b, Index packs, Index row_packs) {
+  using P = Pack16<T>;
+  P* yp = reinterpret_cast<P*>(y);
+  const P* bp = reinterpret_cast<const P*>(b);
+  constexpr Index kTile = static_cast<Index>(kTilePacks);
+  for (Index base = static_cast<Index>(blockIdx.x) * kTile; base < packs;
+       base += static_cast<Index>(gridDim.x) * kTile) {
+    const Index at = base + static_cast<Index>(threadIdx.x);
+    P v[kUnroll], bias[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const Index i = at + k * kThreads;
+      if (i < packs) {
+        v[k] = yp[i];
+        bias[k] = bp[i % row_packs];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const Index i = at + k * kThreads;
+      if (i >= packs) continue;
+#pragma unroll
+      for (int l = 0; l < P::kWidth; ++l) v[k].v[l] += bias[k].v[l];
+      yp[i] = v[k];
+    }
+  }
 }
+
+/// Whether counts up to n fit a 32-bit grid-stride index: the index passes
+/// n by up to one grid's threads before its loop ends.
+bool fits_32(std::int64_t n) {
+  return n <= std::numeric_limits<std::int32_t>::max() - kThreads * kMaxBlocks;
+}
+
+/// relu's gradient, dy where x > 0 and 0 elsewhere (at the kink, and where x
+/// is NaN): an elementwise map of (dy, x), by 16-byte packs where it can
+/// (map_kernels.cuh).
+struct ReluGrad {
+  template <typename T>
+  __device__ T operator()(T dy, T x) const {
+    return x > T(0) ? dy : T(0);
+  }
+};
 
 // ---------------------------------------------------------------------------
 // Softmax cross-entropy.
@@ -289,10 +340,28 @@ void add_row_bias(void* stream, DType dtype, void* y, const void* b, std::int64_
                   std::int64_t cols) {
   const std::int64_t n = rows * cols;
   if (n == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
-    add_row_bias_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<T*>(y), static_cast<const T*>(b), n, cols);
+    auto* out = static_cast<T*>(y);
+    const auto* bias = static_cast<const T*>(b);
+    constexpr int kWidth = Pack16<T>::kWidth;
+    if (cols % kWidth == 0 && aligned16(out) && aligned16(bias)) {
+      const std::int64_t packs = n / kWidth, row_packs = cols / kWidth;
+      const std::int64_t tiles = (packs + kTilePacks - 1) / kTilePacks;
+      const auto blocks = static_cast<unsigned>(std::clamp<std::int64_t>(tiles, 1, kMaxBlocks));
+      // A 32-bit index may run past `packs` by a whole grid's tiles.
+      if (packs <= std::numeric_limits<std::int32_t>::max() - kMaxBlocks * kTilePacks)
+        add_row_bias_packs_kernel<T, std::int32_t><<<blocks, kBlock, 0, s>>>(
+            out, bias, static_cast<std::int32_t>(packs), static_cast<std::int32_t>(row_packs));
+      else
+        add_row_bias_packs_kernel<T, std::int64_t><<<blocks, kBlock, 0, s>>>(out, bias, packs, row_packs);
+    } else if (fits_32(n)) {
+      add_row_bias_kernel<T, std::int32_t><<<blocks_for(n), kBlock, 0, s>>>(
+          out, bias, static_cast<std::int32_t>(n), static_cast<std::int32_t>(cols));
+    } else {
+      add_row_bias_kernel<T, std::int64_t><<<blocks_for(n), kBlock, 0, s>>>(out, bias, n, cols);
+    }
     TIDE_CUDA_LAUNCH_CHECK();
   });
 }
@@ -307,12 +376,9 @@ void column_sums(void* stream, DType dtype, const void* in, void* out, std::int6
 }
 
 void relu_backward(void* stream, DType dtype, const void* dy, const void* x, void* dx, std::int64_t n) {
-  if (n == 0) return;
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    relu_backward_kernel<<<blocks_for(n), kBlock, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<T*>(dx), n);
-    TIDE_CUDA_LAUNCH_CHECK();
+    launch_map<T>(dx, n, ReluGrad{}, stream, static_cast<const T*>(dy), static_cast<const T*>(x));
   });
 }
 
