@@ -121,5 +121,55 @@ TEST_P(CudaOptimTest, AGradientThatIsItsParameterAndViewsOfOneBuffer) {
   EXPECT_EQ(flat.to_vector<double>(), (std::vector<double>{0.5, -1.0, 2.5, 3.5, 4.5, 5.5}));
 }
 
+/// Parameters, gradients and states at every offset from a 16-byte
+/// boundary (slices of one f32 buffer from elements 0 to 3), and of sizes
+/// around the pack's width: the packed path where all are aligned, the
+/// element one elsewhere, each with the bits of the CPU, over a list and
+/// one at a time.
+TEST_P(CudaOptimTest, StepsOnUnalignedViewsGiveTheBitsOfTheCpu) {
+  TIDE_REQUIRE_GPU();
+  start_engine();
+  const std::vector<std::int64_t> at{0, 1, 2, 3, 0, 2}, len{1003, 5, 4, 1, 8, 3};
+  auto views = [&](Device device, std::uint32_t seed, bool random) {
+    std::vector<Tensor> out;
+    for (std::size_t k = 0; k < at.size(); ++k) {
+      const std::int64_t n = len[k] + at[k];
+      Tensor whole = random ? from_vector(random_values<float>(idx(n), seed + static_cast<std::uint32_t>(k)))
+                            : zeros({n}, {DType::f32});
+      out.push_back(slice(copy_to(whole, device), 0, at[k], n));
+    }
+    return out;
+  };
+  for (bool adam : {false, true}) {
+    SCOPED_TRACE(adam ? "adam" : "sgd");
+    std::vector<Tensor> many = views(cuda(0), 1, true), host = views(cpu(0), 1, true);
+    std::vector<Tensor> one = views(cuda(0), 1, true);
+    std::vector<Tensor> m1 = views(cuda(0), 0, false), m2 = views(cuda(0), 0, false);
+    std::vector<Tensor> o1 = views(cuda(0), 0, false), o2 = views(cuda(0), 0, false);
+    std::vector<Tensor> h1 = views(cpu(0), 0, false), h2 = views(cpu(0), 0, false);
+    for (int step = 1; step <= 2; ++step) {
+      const std::vector<Tensor> g = views(cuda(0), 50 + 10 * static_cast<std::uint32_t>(step), true);
+      const std::vector<Tensor> hg = views(cpu(0), 50 + 10 * static_cast<std::uint32_t>(step), true);
+      if (adam) {
+        AdamOptions o;
+        o.lr = 1e-2;
+        adam_step_(many, g, m1, m2, step, o);
+        for (std::size_t k = 0; k < g.size(); ++k) adam_step_(one[k], g[k], o1[k], o2[k], step, o);
+        adam_step_(host, hg, h1, h2, step, o);
+      } else {
+        const SgdOptions o{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3};
+        sgd_step_(many, g, m1, o);
+        for (std::size_t k = 0; k < g.size(); ++k) sgd_step_(one[k], g[k], o1[k], o);
+        sgd_step_(host, hg, h1, o);
+      }
+    }
+    expect_same_bits(many, host, "params (cpu)");
+    expect_same_bits(one, host, "params, one at a time (cpu)");
+    expect_same_bits(m1, h1, "first state (cpu)");
+    expect_same_bits(o1, h1, "first state, one at a time (cpu)");
+    if (adam) expect_same_bits(m2, h2, "second state (cpu)");
+  }
+}
+
 }  // namespace
 }  // namespace tide::testing
