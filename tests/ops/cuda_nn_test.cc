@@ -81,7 +81,8 @@ TEST_P(CudaNnTest, LinearAndItsBackwardMatchCpu) {
 }
 
 /// With w = 0 the product is exactly 0, so linear's output is its bias on
-/// every row, bit for bit: which bias element each column gets, over rows of
+/// every row, exactly (the bias values are not zeros, whose sign == would
+/// not tell apart): which bias element each column gets, over rows of
 /// a whole number of 16-byte packs (the packed kernel, f32 and f64), rows
 /// that are not (the element kernel), and a bias at an unaligned address.
 TEST_P(CudaNnTest, LinearAddsItsBiasToEveryRowExactly) {
@@ -123,9 +124,11 @@ TEST_P(CudaNnTest, ReluBackwardIsExact) {
     const Tensor x = from_vector(xv), dy = from_vector(dyv);
     expect_same(relu_backward(on_gpu(dy), on_gpu(x)).to_vector<float>(), relu_backward(dy, x).to_vector<float>());
     if (n < 3) continue;
-    // From element 1 and 2: inputs off a 16-byte boundary (the element
-    // kernel), and each input off by a different amount.
-    for (std::int64_t a : {1, 2}) {
+    // dy from element 1, 2 or 4, x from element 1: inputs off a 16-byte
+    // boundary by different amounts, and (4) one aligned beside one not:
+    // the element kernel each time.
+    for (std::int64_t a : {1, 2, 4}) {
+      if (n <= a) continue;
       SCOPED_TRACE("from element " + std::to_string(a) + " of dy, 1 of x");
       const Tensor sdy = slice(dy, 0, a, n), sx = slice(x, 0, 1, n - a + 1);
       expect_same(relu_backward(slice(on_gpu(dy), 0, a, n), slice(on_gpu(x), 0, 1, n - a + 1)).to_vector<float>(),

@@ -24,11 +24,6 @@ namespace {
 
 using namespace cuda_kernels;  // grid_util.cuh, map_kernels.cuh
 
-/// The largest count a kernel may index in 32 bits: the grid-stride loop's
-/// index passes n by up to one grid's threads before the loop ends, and
-/// must not overflow meanwhile.
-constexpr std::int64_t kMax32 = std::numeric_limits<std::int32_t>::max() - kThreads * kMaxBlocks;
-
 /// out[i] = f(a[ia], b[ib]), the input offsets found from i along the map
 /// (a division per axis; the map has few axes once merged). Index is 32-bit
 /// where the output's count is at most kMax32: 64-bit division is several

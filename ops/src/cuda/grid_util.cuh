@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include <cuda_runtime.h>
 
@@ -16,6 +17,11 @@ namespace tide::cuda_kernels {
 inline constexpr int kThreads = 256;
 /// The most blocks grid_for gives: one grid is at most kThreads * kMaxBlocks threads.
 inline constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 16;
+
+/// The largest count a grid-stride loop may index in 32 bits: its index
+/// passes the count by up to one grid's threads before the loop ends, and
+/// must not overflow meanwhile.
+inline constexpr std::int64_t kMax32 = std::numeric_limits<std::int32_t>::max() - kThreads * kMaxBlocks;
 
 /// Blocks for a grid-stride loop over `work` items. The cap keeps the grid
 /// well inside gridDim.x's limit while still filling every SM many times

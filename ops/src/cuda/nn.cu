@@ -1,6 +1,7 @@
 // The nn kernels on CUDA devices (see nn_kernels.h). Every kernel loops with
-// a grid stride over 64-bit indices, so any size runs with a capped grid, and
-// no launch is made for an empty range (a grid of 0 blocks is an error).
+// a grid stride (over 32-bit indices where the count allows, else 64-bit),
+// so any size runs with a capped grid, and no launch is made for an empty
+// range (a grid of 0 blocks is an error).
 #include "nn_kernels.h"
 #include "reduction_kernels.h"
 
@@ -101,11 +102,6 @@ __global__ void add_row_bias_packs_kernel(T* y, const T* b, Index packs, Index r
   }
 }
 
-/// Whether counts up to n fit a 32-bit grid-stride index: the index passes
-/// n by up to one grid's threads before its loop ends.
-bool fits_32(std::int64_t n) {
-  return n <= std::numeric_limits<std::int32_t>::max() - kThreads * kMaxBlocks;
-}
 
 /// relu's gradient, dy where x > 0 and 0 elsewhere (at the kink, and where x
 /// is NaN): an elementwise map of (dy, x), by 16-byte packs where it can
@@ -356,7 +352,7 @@ void add_row_bias(void* stream, DType dtype, void* y, const void* b, std::int64_
             out, bias, static_cast<std::int32_t>(packs), static_cast<std::int32_t>(row_packs));
       else
         add_row_bias_packs_kernel<T, std::int64_t><<<blocks, kBlock, 0, s>>>(out, bias, packs, row_packs);
-    } else if (fits_32(n)) {
+    } else if (n <= kMax32) {  // grid_util.cuh
       add_row_bias_kernel<T, std::int32_t><<<blocks_for(n), kBlock, 0, s>>>(
           out, bias, static_cast<std::int32_t>(n), static_cast<std::int32_t>(cols));
     } else {
