@@ -1,4 +1,5 @@
-// Bandwidth of tide's large GPU kernels: elementwise ops over 2^28 f32 and
+// Bandwidth of tide's large GPU kernels: elementwise ops over 2^28 f32
+// (relu's backward and an SGD step with momentum among them) and
 // reductions over a 4096 x 4096 f32 matrix along either axis, the bias
 // gradient among them. Each case pushes `--ops` ops, then waits for all of
 // them; the time per op over the bytes it must move (each input read once,
@@ -44,13 +45,26 @@ struct Case {
   std::function<tide::Tensor()> op;
 };
 
-std::vector<Case> all_cases(const Options& o, const tide::Tensor& x, const tide::Tensor& y, const tide::Tensor& m) {
+/// An SGD step's parameter, gradient and velocity, made when its case runs.
+struct SgdState {
+  tide::Tensor p, g, v;
+};
+
+std::vector<Case> all_cases(const Options& o, const tide::Tensor& x, const tide::Tensor& y, const tide::Tensor& m,
+                            SgdState& sgd) {
   const double n = static_cast<double>(o.elements), rc = static_cast<double>(o.rows * o.cols);
   const double r = static_cast<double>(o.rows), c = static_cast<double>(o.cols);
   return {
       {"add", "z = x + y, n f32", 12 * n, [&] { return x + y; }},
       {"add_scalar", "z = x + 1, n f32", 8 * n, [&] { return x + 1; }},
       {"mul", "z = x * y, n f32", 12 * n, [&] { return x * y; }},
+      {"relu_grad", "relu_backward(dy = x, y), n f32", 12 * n, [&] { return tide::relu_backward(x, y); }},
+      // In place: p, g and v read, p and v written.
+      {"sgd", "sgd_step_(p, g, v), momentum 0.9, n f32", 20 * n,
+       [&] {
+         tide::sgd_step_(sgd.p, sgd.g, sgd.v, {.lr = 1e-3, .momentum = 0.9});
+         return sgd.p;
+       }},
       {"sum_all", "sum(m), all elements", 4 * rc, [&] { return tide::sum(m); }},
       {"sum1", "sum(m, 1): along rows", 4 * (rc + r), [&] { return tide::sum(m, 1); }},
       {"sum0", "sum(m, 0): along columns", 4 * (rc + c), [&] { return tide::sum(m, 0); }},
@@ -98,7 +112,8 @@ int main(int argc, char** argv) try {
   const tide::TensorOptions f32{tide::DType::f32, o.device};
   const tide::Tensor x = tide::randn({o.elements}, f32), y = tide::randn({o.elements}, f32);
   const tide::Tensor m = tide::randn({o.rows, o.cols}, f32);
-  std::vector<Case> cases = all_cases(o, x, y, m);
+  SgdState sgd;
+  std::vector<Case> cases = all_cases(o, x, y, m, sgd);
   if (!o.cases.empty()) {
     std::vector<Case> chosen;
     for (const std::string& name : o.cases) {
@@ -111,6 +126,8 @@ int main(int argc, char** argv) try {
     }
     cases = chosen;
   }
+  if (std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.name == "sgd"; }))
+    sgd = {tide::randn({o.elements}, f32), tide::randn({o.elements}, f32), tide::zeros({o.elements}, f32)};
   runtime->wait_all();
 
   std::printf("bench_kernels on %s: %d ops per run, median of %d runs; n = %lld, m = %lld x %lld (f32)\n",

@@ -37,10 +37,23 @@ def main():
     y = torch.randn(a.elements, device=dev, generator=g)
     m = torch.randn(a.rows, a.cols, device=dev, generator=g)
     n, rc, r, c = a.elements, a.rows * a.cols, a.rows, a.cols
+    sgd = {}
+
+    def sgd_step():
+        # Made at the first call: 3 more arrays of n f32 only when the case runs.
+        if not sgd:
+            p_ = torch.randn(n, device=dev, generator=g)
+            p_.grad = torch.randn(n, device=dev, generator=g)
+            sgd["opt"] = torch.optim.SGD([p_], lr=1e-3, momentum=0.9, fused=True)
+        sgd["opt"].step()
     cases = {
         "add": (12 * n, lambda: x + y),
         "add_scalar": (8 * n, lambda: x + 1),
         "mul": (12 * n, lambda: x * y),
+        # What ReLU's backward runs: dy where the input is above 0.
+        "relu_grad": (12 * n, lambda: torch.ops.aten.threshold_backward(x, y, 0)),
+        # One SGD step with momentum, PyTorch's single fused kernel.
+        "sgd": (20 * n, lambda: sgd_step()),
         "sum_all": (4 * rc, lambda: m.sum()),
         "sum1": (4 * (rc + r), lambda: m.sum(1)),
         "sum0": (4 * (rc + c), lambda: m.sum(0)),
