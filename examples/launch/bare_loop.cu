@@ -122,14 +122,19 @@ long long BareLoop::run_handed_off(int launches) {
     last_launch_ns.store(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   });
+  long long seen = 0;  // the launched count last read: read again only when the ring looks full
   for (long long i = 0; i < launches; ++i) {
     // A full ring: wait in naps until half of it is free, as a runtime's
     // frontend at its cap sleeps until a share of its ops is launched (a
     // spin on the count would pull its line from the launcher at each
     // launch, slowing the launches measured).
-    if (i - launched.load(std::memory_order_acquire) >= kSlots)
-      while (i - launched.load(std::memory_order_acquire) > kSlots / 2)
+    if (i - seen >= kSlots) {
+      seen = launched.load(std::memory_order_acquire);
+      while (i - seen > kSlots / 2) {
         std::this_thread::sleep_for(std::chrono::microseconds(20));
+        seen = launched.load(std::memory_order_acquire);
+      }
+    }
     ring[static_cast<std::size_t>(i % kSlots)] = {static_cast<const float*>(x_), static_cast<float*>(y_), elements_};
     pushed.store(i + 1, std::memory_order_release);
   }

@@ -26,10 +26,12 @@ class BareLoop {
   long long run(int launches, Extra extra = Extra::none);
 
   /// The same launches made by a second thread, which the calling thread
-  /// hands them to through a ring of slots (it spins on it, sleeping
-  /// never): the cost of moving work to another thread, which any runtime
-  /// that launches off the caller's thread pays. Returns the nanoseconds
-  /// until the last launch was made.
+  /// hands them to through a ring of slots (the launcher spins on it; the
+  /// caller, when the ring is full, naps until half of it is free): the
+  /// cost of moving work to another thread, which any runtime that
+  /// launches off the caller's thread pays. Returns the nanoseconds until
+  /// the last launch was made, thread start included (tens of
+  /// microseconds, against tens of milliseconds of launches).
   long long run_handed_off(int launches);
 
   /// Launches the loop's kernel (y = x + 1 over `n` f32) on `stream`: what

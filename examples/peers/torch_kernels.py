@@ -44,7 +44,12 @@ def main():
         if not sgd:
             p_ = torch.randn(n, device=dev, generator=g)
             p_.grad = torch.randn(n, device=dev, generator=g)
-            sgd["opt"] = torch.optim.SGD([p_], lr=1e-3, momentum=0.9, fused=True)
+            try:
+                sgd["opt"] = torch.optim.SGD([p_], lr=1e-3, momentum=0.9, fused=True)
+                sgd["impl"] = "fused"
+            except (TypeError, RuntimeError):  # a PyTorch without fused SGD
+                sgd["opt"] = torch.optim.SGD([p_], lr=1e-3, momentum=0.9)
+                sgd["impl"] = "default"
         sgd["opt"].step()
     cases = {
         "add": (12 * n, lambda: x + y),
@@ -99,6 +104,8 @@ def main():
             "elements": n, "rows": r, "cols": c, "ops": a.ops, "repeats": a.repeats,
             "cases": results,
         }
+        if sgd:
+            out["sgd_impl"] = sgd["impl"]
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
             f.write("\n")

@@ -128,7 +128,7 @@ inline bool all_aligned(std::initializer_list<const void*> ptrs) {
 }
 
 /// The work items of n elements: packs (and one more item for the
-/// elements past the last whole pack, done by thread 0 of the block that
+/// elements past the last whole pack, done one by one by the thread that
 /// gets it) or elements.
 template <typename T>
 __host__ __device__ inline std::int64_t items_of(std::int64_t n, bool packed) {
