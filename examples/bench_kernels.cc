@@ -1,7 +1,7 @@
 // Bandwidth of tide's large GPU kernels: elementwise ops over 2^28 f32
-// (relu's backward and an SGD step with momentum among them) and
-// reductions over a 4096 x 4096 f32 matrix along either axis, the bias
-// gradient among them. Each case pushes `--ops` ops, then waits for all of
+// (relu's backward and an SGD step with momentum among them), a row
+// broadcast over a 4096 x 4096 f32 matrix, and reductions of that matrix
+// along either axis, the bias gradient among them. Each case pushes `--ops` ops, then waits for all of
 // them; the time per op over the bytes it must move (each input read once,
 // the output written once) gives GB/s. examples/peers/torch_kernels.py does
 // the same cases the same way with PyTorch, for the table beside it.
@@ -51,7 +51,7 @@ struct SgdState {
 };
 
 std::vector<Case> all_cases(const Options& o, const tide::Tensor& x, const tide::Tensor& y, const tide::Tensor& m,
-                            SgdState& sgd) {
+                            const tide::Tensor& row, SgdState& sgd) {
   const double n = static_cast<double>(o.elements), rc = static_cast<double>(o.rows * o.cols);
   const double r = static_cast<double>(o.rows), c = static_cast<double>(o.cols);
   return {
@@ -65,6 +65,7 @@ std::vector<Case> all_cases(const Options& o, const tide::Tensor& x, const tide:
          tide::sgd_step_(sgd.p, sgd.g, sgd.v, {.lr = 1e-3, .momentum = 0.9});
          return sgd.p;
        }},
+      {"row_add", "m + row (a broadcast row of cols)", 4 * (2 * rc + c), [&] { return m + row; }},
       {"sum_all", "sum(m), all elements", 4 * rc, [&] { return tide::sum(m); }},
       {"sum1", "sum(m, 1): along rows", 4 * (rc + r), [&] { return tide::sum(m, 1); }},
       {"sum0", "sum(m, 0): along columns", 4 * (rc + c), [&] { return tide::sum(m, 0); }},
@@ -111,9 +112,9 @@ int main(int argc, char** argv) try {
   runtime->engine().check_device(o.device);
   const tide::TensorOptions f32{tide::DType::f32, o.device};
   const tide::Tensor x = tide::randn({o.elements}, f32), y = tide::randn({o.elements}, f32);
-  const tide::Tensor m = tide::randn({o.rows, o.cols}, f32);
+  const tide::Tensor m = tide::randn({o.rows, o.cols}, f32), row = tide::randn({o.cols}, f32);
   SgdState sgd;
-  std::vector<Case> cases = all_cases(o, x, y, m, sgd);
+  std::vector<Case> cases = all_cases(o, x, y, m, row, sgd);
   if (!o.cases.empty()) {
     std::vector<Case> chosen;
     for (const std::string& name : o.cases) {

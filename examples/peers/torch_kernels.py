@@ -36,6 +36,7 @@ def main():
     x = torch.randn(a.elements, device=dev, generator=g)
     y = torch.randn(a.elements, device=dev, generator=g)
     m = torch.randn(a.rows, a.cols, device=dev, generator=g)
+    row = torch.randn(a.cols, device=dev, generator=g)
     n, rc, r, c = a.elements, a.rows * a.cols, a.rows, a.cols
     sgd = {}
 
@@ -59,6 +60,7 @@ def main():
         "relu_grad": (12 * n, lambda: torch.ops.aten.threshold_backward(x, y, 0)),
         # One SGD step with momentum, PyTorch's single fused kernel.
         "sgd": (20 * n, lambda: sgd_step()),
+        "row_add": (4 * (2 * rc + c), lambda: m + row),
         "sum_all": (4 * rc, lambda: m.sum()),
         "sum1": (4 * (rc + r), lambda: m.sum(1)),
         "sum0": (4 * (rc + c), lambda: m.sum(0)),

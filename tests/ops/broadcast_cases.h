@@ -13,7 +13,9 @@ namespace tide::testing {
 /// Each pair broadcasts; together they cover a row and a column over a
 /// matrix, an outer product, a 0-d operand on either side, missing leading
 /// axes, axes that merge, shapes that differ only by ones (the flat path),
-/// empty results, and all six axes.
+/// empty results, and all six axes; and rows and columns over matrices
+/// whose rows are a whole number of 16-byte packs, directly and once axes
+/// merge (the GPU's packed path).
 inline const std::vector<std::pair<Shape, Shape>> kBroadcastPairs = {
     {{4, 5}, {5}},
     {{4, 5}, {4, 1}},
@@ -35,6 +37,10 @@ inline const std::vector<std::pair<Shape, Shape>> kBroadcastPairs = {
     {{2, 1, 2, 1, 2, 1}, {1, 2, 1, 2, 1, 2}},
     {{33, 129}, {129}},
     {{33, 129}, {33, 1}},
+    {{8, 12}, {12}},
+    {{8, 12}, {8, 1}},
+    {{3, 4, 8}, {1, 4, 8}},
+    {{4, 8, 2}, {4, 1, 1}},
 };
 
 /// numpy's broadcast shape, by its rule, written independently of tide's.
