@@ -86,16 +86,18 @@ TEST_P(CudaBroadcastTest, InPlaceMatchesCpu) {
 }
 
 /// Rows and columns over matrices whose rows are a whole number of packs
-/// (the packed kernel, both operand orders, every numeric dtype), in place, and
-/// the same operands from slices off a 16-byte boundary (the element
-/// kernel): each gives the CPU's values.
+/// (the packed kernel, both operand orders, every numeric dtype, whole and
+/// partial tiles), in place, the same operands from slices off a 16-byte
+/// boundary (the element kernel), and an aligned matrix with an unaligned
+/// row or column: each gives the CPU's values.
 TEST_P(CudaBroadcastTest, PackedRowsAndColumnsMatchCpu) {
   TIDE_REQUIRE_GPU();
   GpuEngine eng(GetParam());
   for_each_numeric_dtype([&](auto tag) {
     using T = decltype(tag);
     for (const auto& [as, bs] : {std::pair<Shape, Shape>{{64, 256}, {256}}, {{64, 256}, {64, 1}},
-                                 {{1000, 1024}, {1024}}, {{1000, 1024}, {1000, 1}}}) {
+                                 {{1000, 1024}, {1024}}, {{1000, 1024}, {1000, 1}}, {{1000, 1028}, {1028}},
+                                 {{1000, 1028}, {1000, 1}}}) {
       expect_pair_matches_cpu<T>(as, bs);
       expect_pair_matches_cpu<T>(bs, as);
       // In place into the whole matrix.
@@ -118,6 +120,10 @@ TEST_P(CudaBroadcastTest, PackedRowsAndColumnsMatchCpu) {
                    "add from unaligned slices " + as.str() + " with " + bs.str());
       expect_exact(values<T>(sub(db, da)), values<T>(sub(hb, ha)),
                    "sub from unaligned slices " + bs.str() + " with " + as.str());
+      // An aligned matrix with an unaligned row (the element kernel) or
+      // column (packed: a column's element is read alone).
+      expect_exact(values<T>(mul(to_gpu(av, as), db)), values<T>(mul(from_vector(av, as), hb)),
+                   "aligned " + as.str() + " with unaligned " + bs.str());
     }
   });
 }
