@@ -58,6 +58,8 @@ std::vector<Case> all_cases(const Options& o, const tide::Tensor& x, const tide:
       {"add", "z = x + y, n f32", 12 * n, [&] { return x + y; }},
       {"add_scalar", "z = x + 1, n f32", 8 * n, [&] { return x + 1; }},
       {"mul", "z = x * y, n f32", 12 * n, [&] { return x * y; }},
+      {"randn", "randn(n): Philox normals, written once", 4 * n,
+       [&] { return tide::randn({o.elements}, {tide::DType::f32, x.device()}); }},
       {"relu_grad", "relu_backward(dy = x, y), n f32", 12 * n, [&] { return tide::relu_backward(x, y); }},
       // In place: p, g and v read, p and v written.
       {"sgd", "sgd_step_(p, g, v), momentum 0.9, n f32", 20 * n,

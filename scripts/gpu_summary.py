@@ -213,7 +213,7 @@ def main():
         floor = p["add"]["gb_per_s"]
         r = {}
         for name, c in t.items():
-            if name in ("add", "add_scalar", "mul", "relu_grad", "sgd", "row_add"):
+            if name in ("add", "add_scalar", "mul", "relu_grad", "sgd", "row_add", "randn"):
                 r[name] = ratio(c["gb_per_s"], p[name]["gb_per_s"], 0.95, "higher")
             else:
                 r[name] = ratio(c["gb_per_s"], floor, 0.5, "higher")
