@@ -68,40 +68,13 @@ __global__ void add_row_bias_kernel(T* y, const T* b, Index n, Index cols) {
   for (Index i = first; i < n; i += stride) y[i] += b[i % cols];
 }
 
-/// The same by 16-byte packs, when cols is a multiple of a pack's width and
-/// y and b are 16-byte aligned: each pack of y then lies in one row, and its
-/// bias is one pack of b (which every row reads again, from the cache).
-/// Tiles of kTilePacks packs as map_packs_kernel's (map_kernels.cuh), every
-/// load of a thread issued before its adds and stores.
-template <typename T, typename Index>
-__global__ void add_row_bias_packs_kernel(T* y, const T* b, Index packs, Index row_packs) {
-  using P = Pack16<T>;
-  P* yp = reinterpret_cast<P*>(y);
-  const P* bp = reinterpret_cast<const P*>(b);
-  constexpr Index kTile = static_cast<Index>(kTilePacks);
-  for (Index base = static_cast<Index>(blockIdx.x) * kTile; base < packs;
-       base += static_cast<Index>(gridDim.x) * kTile) {
-    const Index at = base + static_cast<Index>(threadIdx.x);
-    P v[kUnroll], bias[kUnroll];
-#pragma unroll
-    for (int k = 0; k < kUnroll; ++k) {
-      const Index i = at + k * kThreads;
-      if (i < packs) {
-        v[k] = yp[i];
-        bias[k] = bp[i % row_packs];
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kUnroll; ++k) {
-      const Index i = at + k * kThreads;
-      if (i >= packs) continue;
-#pragma unroll
-      for (int l = 0; l < P::kWidth; ++l) v[k].v[l] += bias[k].v[l];
-      yp[i] = v[k];
-    }
+/// y + b, as y[i] += b[c] rounds it.
+struct AddBias {
+  template <typename T>
+  __device__ T operator()(T y, T b) const {
+    return y + b;
   }
-}
-
+};
 
 /// relu's gradient, dy where x > 0 and 0 elsewhere (at the kink, and where x
 /// is NaN): an elementwise map of (dy, x), by 16-byte packs where it can
@@ -341,18 +314,16 @@ void add_row_bias(void* stream, DType dtype, void* y, const void* b, std::int64_
     using T = decltype(tag);
     auto* out = static_cast<T*>(y);
     const auto* bias = static_cast<const T*>(b);
-    constexpr int kWidth = Pack16<T>::kWidth;
-    if (cols % kWidth == 0 && aligned16(out) && aligned16(bias)) {
-      const std::int64_t packs = n / kWidth, row_packs = cols / kWidth;
-      const std::int64_t tiles = (packs + kTilePacks - 1) / kTilePacks;
-      const auto blocks = static_cast<unsigned>(std::clamp<std::int64_t>(tiles, 1, kMaxBlocks));
-      // A 32-bit index may run past `packs` by a whole grid's tiles.
-      if (packs <= std::numeric_limits<std::int32_t>::max() - kMaxBlocks * kTilePacks)
-        add_row_bias_packs_kernel<T, std::int32_t><<<blocks, kBlock, 0, s>>>(
-            out, bias, static_cast<std::int32_t>(packs), static_cast<std::int32_t>(row_packs));
-      else
-        add_row_bias_packs_kernel<T, std::int64_t><<<blocks, kBlock, 0, s>>>(out, bias, packs, row_packs);
-    } else if (n <= kMax32) {  // grid_util.cuh
+    // By packs, in place, when a row is a whole number of them and both are
+    // aligned (map_kernels.cuh): y walks [rows, cols], b a row of cols.
+    kernels::BroadcastMap m;
+    m.ndim = 2;
+    m.extent[0] = rows;
+    m.extent[1] = cols;
+    m.a_walks = 0b11;
+    m.b_walks = 0b10;
+    if (launch_broadcast_packs<T>(out, bias, out, m, AddBias{}, stream)) return;
+    if (n <= kMax32) {  // grid_util.cuh
       add_row_bias_kernel<T, std::int32_t><<<blocks_for(n), kBlock, 0, s>>>(
           out, bias, static_cast<std::int32_t>(n), static_cast<std::int32_t>(cols));
     } else {
