@@ -13,12 +13,11 @@
 namespace tide {
 
 namespace {
-/// "gpu0-cmp", "cpu-cpy", "gpu1-comm": a device and a stream kind, short
+/// "gpu0-cmp", "cpu0-cpy", "gpu1-comm": a device and a stream kind, short
 /// enough for a thread's name.
 std::string stream_tag(Device device, StreamKind kind) {
   static constexpr const char* kKinds[kStreamKinds] = {"cmp", "cpy", "comm"};
-  const std::string dev = device.is_cuda() ? "gpu" + std::to_string(device.index) : "cpu";
-  return dev + "-" + kKinds[static_cast<int>(kind)];
+  return (device.is_cuda() ? "gpu" : "cpu") + std::to_string(device.index) + "-" + kKinds[static_cast<int>(kind)];
 }
 }  // namespace
 

@@ -99,7 +99,7 @@ class Stream {
   /// device. Its threads are named "tide-<tag>" (the worker) and
   /// "tide-<tag>-d" (a GPU stream's completion thread), cut to 15
   /// characters: the first form's tag is the device and kind ("gpu0-cmp",
-  /// "cpu-cmp"); an empty one reads "s<index>".
+  /// "cpu0-cmp"); an empty one reads "s<index>".
   Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane, std::string tag = {});
   /// Joins the worker if stop() and join() were not called.
   ~Stream();

@@ -220,9 +220,9 @@ TEST(Workers, EachStreamsWorkerIsNamedForItsDeviceAndKind) {
     e->wait_all();
     return name;
   };
-  EXPECT_EQ(name_on(cpu(0), kCompute), "tide-cpu-cmp");
-  EXPECT_EQ(name_on(cpu(0), kCopy), "tide-cpu-cpy");
-  EXPECT_EQ(name_on(cpu(1), kComm), "tide-cpu-comm");
+  EXPECT_EQ(name_on(cpu(0), kCompute), "tide-cpu0-cmp");
+  EXPECT_EQ(name_on(cpu(0), kCopy), "tide-cpu0-cpy");
+  EXPECT_EQ(name_on(cpu(1), kComm), "tide-cpu1-comm");
 }
 
 }  // namespace
