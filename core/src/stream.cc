@@ -146,6 +146,12 @@ void Stream::publish_launched(std::uint64_t seq) {
   std::uint64_t at = launched_.load(std::memory_order_seq_cst);
   while (at < seq && !launched_.compare_exchange_weak(at, seq, std::memory_order_seq_cst)) {
   }
+  // The earliest request is served once its op is covered. After the store
+  // above: a waiter that finds it covered (it reads launched_) takes the
+  // slot over, and this clear then fails and leaves the new request.
+  std::uint64_t first = wanted_first_.load(std::memory_order_seq_cst);
+  while (first <= seq && !wanted_first_.compare_exchange_weak(first, kNobody, std::memory_order_seq_cst)) {
+  }
 }
 
 namespace {
@@ -157,7 +163,17 @@ void raise_to(std::atomic<std::uint64_t>& a, std::uint64_t seq) {
 }
 }  // namespace
 
-void Stream::want(std::uint64_t seq) { raise_to(wanted_, seq); }
+void Stream::want(std::uint64_t seq) {
+  raise_to(wanted_, seq);
+  // Lowered to seq, or taken over when it holds an op already covered (a
+  // request served whose clear has not landed yet).
+  std::uint64_t first = wanted_first_.load(std::memory_order_seq_cst);
+  for (;;) {
+    const bool served = first != kNobody && first <= launched_.load(std::memory_order_seq_cst);
+    if (seq >= first && !served) return;
+    if (wanted_first_.compare_exchange_weak(first, seq, std::memory_order_seq_cst)) return;
+  }
+}
 
 void Stream::wait_until(std::uint64_t seq) {
   if (reached(seq)) return;
@@ -303,11 +319,14 @@ void Stream::worker() {
       device_error = e.what();
     }
   }
-  // Whether a waiter asked for an op launched and not yet covered.
+  // Whether a waiter asked for an op launched and not yet covered: the
+  // latest op asked for, or the earliest.
   auto wanted_now = [&] {
     if (uncovered_.empty()) return false;
+    const std::uint64_t lo = uncovered_.front()->seq, hi = uncovered_.back()->seq;
     const std::uint64_t w = wanted_.load(std::memory_order_seq_cst);
-    return w >= uncovered_.front()->seq && w <= uncovered_.back()->seq;
+    const std::uint64_t f = wanted_first_.load(std::memory_order_seq_cst);
+    return (w >= lo && w <= hi) || (f >= lo && f <= hi);
   };
   for (;;) {
     QueuedOp* op = nullptr;
@@ -358,7 +377,9 @@ void Stream::worker() {
       op->device_timed = timed && op->trace_slot >= 0 && op->end_recorded == 1;
       op->timing_lane = nullptr;
       uncovered_.push_back(op);
-      if (uncovered_.size() >= kCoverEvery || !error.empty() || wanted_now()) cover();
+      uncovered_bytes_ += op->bytes;
+      if (uncovered_.size() >= kCoverEvery || uncovered_bytes_ >= kCoverBytes || !error.empty() || wanted_now())
+        cover();
       continue;
     }
     // A CPU stream: the host waits for each producer's completion.
@@ -388,6 +409,7 @@ void Stream::cover() {
   }
   inflight_.publish();  // the run at once: one store and one wake-up, not one per op
   uncovered_.clear();
+  uncovered_bytes_ = 0;
   publish_launched(seq);
   if (launch_wake_at_.load(std::memory_order_seq_cst) <= seq) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -242,18 +242,30 @@ class Stream {
   std::unique_ptr<backend::Lane> lane_;
   // An event is recorded after a run of launched ops, not after each: when
   // the queue is empty, before an op that waits for another stream, when
-  // someone waits for one of them (wanted_), and after kCoverEvery ops.
-  static constexpr std::size_t kCoverEvery = 32;
+  // someone waits for one of them (wanted_, wanted_first_), after
+  // kCoverEvery ops, and once the run's ops have allocated kCoverBytes.
+  // Recording an event costs the host about what a launch does, so a run
+  // of tiny ops is long; a run of large ops is cut by its bytes, so that
+  // their memory returns as soon as they are done rather than with the
+  // run's last op.
+  static constexpr std::size_t kCoverEvery = 128;
+  static constexpr std::uint64_t kCoverBytes = std::uint64_t{64} << 20;
   // How long a GPU stream's worker and completion thread poll their queues
   // before they sleep (a host waiter for its ops: lane_->host_poll(); the
   // worker polls on while such a waiter polls, and this long after).
   static constexpr std::chrono::microseconds kGpuPoll{50};
   std::vector<QueuedOp*> uncovered_;  // worker only: launched, no event after them yet
+  std::uint64_t uncovered_bytes_ = 0;  // worker only: what uncovered_'s ops allocated
   alignas(64) std::atomic<std::uint64_t> launched_{0};  // written by the worker: launched and covered
   // The latest op a waiter asked to be covered (0: none yet); raised by
-  // waiters. A waiter for an earlier op, behind it, is covered at the latest
-  // with the kCoverEvery-th op or when the queue runs dry.
+  // waiters. And the earliest one asked for and not yet covered (kNobody:
+  // none): lowered by waiters, taken over by a waiter when it holds an op
+  // already covered, cleared by the worker's cover. So with two waiters
+  // both are served when their ops are launched; with three or more, one
+  // in the middle may wait for the next cover at the latest kCoverEvery
+  // ops on (or for the queue to run dry).
   std::atomic<std::uint64_t> wanted_{0};
+  std::atomic<std::uint64_t> wanted_first_{kNobody};
   // The latest op a host thread waits to see completed (wait_until; 0:
   // none yet), raised by the waiter: the completion thread polls rather
   // than sleeps while it waits for that op or one before it.

@@ -18,7 +18,6 @@ __global__ void add_one(const float* x, float* y, int n) {
   if (i < n) y[i] = x[i] + 1.0f;
 }
 
-constexpr int kEventEvery = 32;  // as a tide GPU stream covers a run of launched ops
 }  // namespace
 
 namespace tide::examples {

@@ -7,10 +7,13 @@ namespace tide::examples {
 
 class BareLoop {
  public:
+  /// Launches per event in Extra::events: as a tide GPU stream covers a run
+  /// of tiny launched ops.
+  static constexpr int kEventEvery = 128;
   /// What runs beside the launches.
   enum class Extra {
     none,    // launches only
-    events,  // an event recorded after every 32nd launch
+    events,  // an event recorded after every 128th launch
     polled,  // those events, and another thread querying the latest one
              // (cudaEventQuery, then a yield) the whole time
   };

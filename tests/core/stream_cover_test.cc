@@ -10,7 +10,9 @@
 // idle stream among queued ones, whether the host waits for the ops an
 // event covers, how long a host's wait polls before it sleeps, the worker
 // kept awake while the host polls, a wait for a launch woken only once
-// its op is covered, the threads' names, and shutdown with work queued.
+// its op is covered, two waiters each served at their op's launch, runs
+// cut by the bytes their ops allocate, the threads' names, and shutdown
+// with work queued.
 #include <pthread.h>
 
 #include <algorithm>
@@ -235,7 +237,7 @@ TEST(StreamCover, CompletionNeverRunsAheadOfTheDeviceAcrossTheRing) {
   EXPECT_EQ(hooks.failures.load(), 0);
   // Events follow runs: far fewer than one per op.
   EXPECT_LT(a.lane->records.load(), kOps / 4) << "an event per op";
-  EXPECT_GE(a.lane->records.load(), kOps / 32) << "a run of more than 32 ops";
+  EXPECT_GE(a.lane->records.load(), kOps / 128) << "a run of more than 128 ops";
 }
 
 TEST(StreamCover, CrossStreamReadsSeeEveryWriteAndPingPongNeverStalls) {
@@ -314,15 +316,78 @@ TEST(StreamCover, AnOpBlockedOnTheHostGetsTheEventOfTheOpsBeforeIt) {
   a.stream->wait_until(a.stream->pushed());
 }
 
+TEST(StreamCover, TwoWaitersAreEachServedWhenTheirOpIsLaunched) {
+  // A waiter for op x and one for a later op y on the same stream: x must
+  // be covered when it is launched, not only with y (the device is held
+  // between them, so an event after y would never be reached while the
+  // first waiter waits) nor at the end of a run.
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  a.lane->host_poll_us = 60'000'000;  // both waiters poll (host_pollers) until served
+  std::latch start(1), release(1);
+  push(*a.stream, [&start] { start.wait(); }, {}, false);  // the worker is held first
+  const std::uint64_t x = push(*a.stream, [] {});
+  push(*a.stream, [&release] { release.wait(); });  // the device stops here
+  std::uint64_t y = 0;
+  for (int i = 0; i < 20; ++i) y = push(*a.stream, [] {});
+  std::thread later([&] { a.stream->wait_until(y); });  // the latest op asked for
+  while (a.stream->host_pollers() < 1) std::this_thread::yield();
+  std::atomic<bool> served{false};
+  std::thread earlier([&] {
+    a.stream->wait_until(x);
+    served = true;
+  });
+  while (a.stream->host_pollers() < 2) std::this_thread::yield();  // both have asked
+  start.count_down();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!served.load() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(served.load()) << "the earlier waiter was held until the later op's event";
+  release.count_down();  // either way, let everything finish
+  earlier.join();
+  later.join();
+  EXPECT_GE(a.stream->completed(), y);
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, ARunOfLargeOpsIsCoveredByItsBytes) {
+  // Ops that allocate 40 MiB each: a run ends once its ops have allocated
+  // 64 MiB (every second op), so their memory returns with the op after
+  // them rather than with the 128th; tiny ops make runs of up to 128.
+  Hooks hooks;
+  SimStream a(hooks, 0), b(hooks, 1);
+  constexpr int kOps = 256;
+  auto burst = [](SimStream& s, std::uint64_t bytes) {
+    std::latch hold(1);
+    push(*s.stream, [&hold] { hold.wait(); }, {}, false);  // a long queue whatever the load
+    for (int i = 0; i < kOps; ++i) {
+      QueuedOp* op = s.stream->acquire_op();
+      op->desc.launch_only = true;
+      op->desc.fn = [](const OpContext& ctx) { static_cast<SimQueue*>(ctx.native_stream)->push([] {}); };
+      op->bytes = bytes;
+      op->seq = s.stream->next_seq();
+      s.stream->enqueue(op);
+    }
+    hold.count_down();
+    s.stream->wait_until(s.stream->pushed());
+  };
+  burst(a, std::uint64_t{40} << 20);
+  burst(b, 8);
+  EXPECT_GE(a.lane->records.load(), static_cast<std::uint64_t>(kOps / 2)) << "runs of large ops past 64 MiB";
+  EXPECT_LE(b.lane->records.load(), static_cast<std::uint64_t>(kOps / 32)) << "runs of tiny ops cut short";
+  EXPECT_GE(b.lane->records.load(), static_cast<std::uint64_t>(kOps / 128));
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
 TEST(StreamCover, AWaitForALaunchWakesOnlyWhenItsOpIsCovered) {
   // The frontend at the cap on unlaunched ops waits for hundreds of ops to
-  // be launched, which the worker covers 32 at a time: it must be woken
-  // once, when its op is covered, not at every cover before it.
+  // be launched, which the worker covers up to 128 at a time: it must be
+  // woken once, when its op is covered, not at every cover before it.
   Hooks hooks;
   SimStream a(hooks, 0);
   std::latch hold(1);
   push(*a.stream, [&hold] { hold.wait(); }, {}, false);  // the ops behind it are all queued
-  constexpr int kSlow = 320;                              // ten covers of 32
+  constexpr int kSlow = 640;                              // five covers of 128
   std::uint64_t last = 0;
   for (int i = 0; i < kSlow; ++i) {
     QueuedOp* op = a.stream->acquire_op();
