@@ -94,6 +94,15 @@ class Storage {
   void set_poison(std::shared_ptr<const OpProvenance> p) { owner_->poison_ = std::move(p); }
 
  private:
+  // Written by the frontend at every push that uses this storage, as are
+  // the reference counts that make_shared puts just before it (every op
+  // holds its storages): first, and a cache line away from the fields
+  // below, which workers read at every op, so that a worker's read does
+  // not pull a line the frontend keeps writing. (Padding, not alignas: an
+  // over-aligned type would make every make_shared go through the slower
+  // aligned allocator.)
+  VarState var_;
+  char pad_[64] = {};
   // Read by workers.
   std::uint64_t engine_id_;
   Device device_;
@@ -102,12 +111,6 @@ class Storage {
   Storage* owner_ = this;
   std::shared_ptr<Storage> base_;  // a view's owner, held; null for an owner
   std::shared_ptr<const OpProvenance> poison_;
-  // Written by the frontend at every push that uses this storage: kept a
-  // cache line away from the fields above, which workers read, so the two
-  // do not bounce between cores. (Padding, not alignas: an over-aligned type
-  // would make every make_shared go through the slower aligned allocator.)
-  char pad_[64] = {};
-  VarState var_;
 };
 
 }  // namespace tide
