@@ -163,8 +163,18 @@ void raise_to(std::atomic<std::uint64_t>& a, std::uint64_t seq) {
 }
 }  // namespace
 
+void Stream::note_wait(std::uint64_t seq) {
+  // Late: launched ops after it are covered too (the latest covered op is
+  // its run's last, so a wait for it is not), and the device has not done it.
+  if (launched() > seq && !reached(seq) && !late_wait_.load(std::memory_order_relaxed))
+    late_wait_.store(true, std::memory_order_relaxed);
+}
+
 void Stream::want(std::uint64_t seq) {
   raise_to(wanted_, seq);
+  // Covered already: nothing to ask (and the earliest request kept below
+  // must not give way to it).
+  if (seq <= launched()) return;
   // Lowered to seq, or taken over when it holds an op already covered (a
   // request served whose clear has not landed yet).
   std::uint64_t first = wanted_first_.load(std::memory_order_seq_cst);
@@ -175,9 +185,12 @@ void Stream::want(std::uint64_t seq) {
   }
 }
 
-void Stream::wait_until(std::uint64_t seq) {
+void Stream::wait_until(std::uint64_t seq) { wait_completed(seq, true); }
+
+void Stream::wait_completed(std::uint64_t seq, bool waiter_outside) {
   if (reached(seq)) return;
   if (lane_) {
+    if (waiter_outside) note_wait(seq);
     want(seq);
     raise_to(host_wants_, seq);
   }
@@ -286,6 +299,7 @@ backend::Fault Stream::gpu_wait_point(const StreamPoint& p) {
   if (p.stream->lane_) {
     // GPU after GPU: once the producer is launched, its event orders the
     // two streams on the device; the host does not wait for the GPU.
+    p.stream->note_wait(p.seq);
     p.stream->wait_launched(p.seq);
     return p.stream->lane_->make_wait(p.seq, lane_->native(), p.stream->completed_);
   }
@@ -368,7 +382,7 @@ void Stream::worker() {
       // Their slots held op seq - kRing's, which must be done (and its span
       // read) before they are recorded again.
       const bool tracing = error.empty() && hooks_.tracing();
-      if (tracing && op->seq > backend::Lane::kRing) wait_until(op->seq - backend::Lane::kRing);
+      if (tracing && op->seq > backend::Lane::kRing) wait_completed(op->seq - backend::Lane::kRing, false);
       const bool timed = tracing && !lane_->record_begin(op->seq);
       op->timing_lane = timed ? lane_.get() : nullptr;
       op->end_recorded = 0;
@@ -378,7 +392,9 @@ void Stream::worker() {
       op->timing_lane = nullptr;
       uncovered_.push_back(op);
       uncovered_bytes_ += op->bytes;
-      if (uncovered_.size() >= kCoverEvery || uncovered_bytes_ >= kCoverBytes || !error.empty() || wanted_now())
+      const bool short_runs = short_covers_left_ > 0 || late_wait_.load(std::memory_order_relaxed);
+      if (uncovered_.size() >= (short_runs ? kShortRun : kCoverEvery) || uncovered_bytes_ >= kCoverBytes ||
+          !error.empty() || wanted_now())
         cover();
       continue;
     }
@@ -399,7 +415,7 @@ void Stream::cover() {
   // The event's slot held op seq - kRing's (or an earlier op's, when that
   // one had none): it must be done. It is covered already, since a run of
   // uncovered ops is shorter than the ring.
-  if (seq > backend::Lane::kRing) wait_until(seq - backend::Lane::kRing);
+  if (seq > backend::Lane::kRing) wait_completed(seq - backend::Lane::kRing, false);
   // Without its event the ops' completion cannot be seen: the stream is
   // lost, whatever the error.
   if (backend::Fault rec = lane_->record(seq)) hooks_.async_failure(*last, index_, rec.what, false);
@@ -410,6 +426,12 @@ void Stream::cover() {
   inflight_.publish();  // the run at once: one store and one wake-up, not one per op
   uncovered_.clear();
   uncovered_bytes_ = 0;
+  if (late_wait_.load(std::memory_order_relaxed)) {
+    late_wait_.store(false, std::memory_order_relaxed);
+    short_covers_left_ = kShortCovers;
+  } else if (short_covers_left_ > 0) {
+    --short_covers_left_;
+  }
   publish_launched(seq);
   if (launch_wake_at_.load(std::memory_order_seq_cst) <= seq) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -197,6 +197,13 @@ class Stream {
   /// GPU streams: asks the worker to cover op `seq` with an event as soon as
   /// it is launched (someone waits for it).
   void want(std::uint64_t seq);
+  /// GPU streams: a wait for op `seq` (its consumer's or the host's); when
+  /// the op is covered, not its run's last, and not done, the worker's next
+  /// runs are short.
+  void note_wait(std::uint64_t seq);
+  /// wait_until; `waiter_outside` false for the worker's own waits for its
+  /// event ring's slots, which do not shorten its runs.
+  void wait_completed(std::uint64_t seq, bool waiter_outside);
   /// Worker, GPU streams: records one event after the ops launched since the
   /// last one, which then count as launched and go to the completion thread.
   void cover();
@@ -228,7 +235,7 @@ class Stream {
   // Sleeping waiters on launched_ (GPU streams), as wake_at_ is for
   // completed_: the lowest count one of them waits for, so that a cover
   // wakes them only once one of them can go on (the frontend at the cap on
-  // unlaunched ops waits for hundreds of ops, covered 32 at a time).
+  // unlaunched ops waits for hundreds of ops, covered a run at a time).
   alignas(64) std::atomic<std::uint64_t> launch_wake_at_{kNobody};
   std::atomic<std::uint64_t> launch_wakeups_{0};  // see launch_wakeups()
   std::atomic<std::uint64_t> host_sleeps_{0};  // see host_sleeps()
@@ -250,6 +257,16 @@ class Stream {
   // run's last op.
   static constexpr std::size_t kCoverEvery = 128;
   static constexpr std::uint64_t kCoverBytes = std::uint64_t{64} << 20;
+  // A wait for an op already covered but not done lands on its run's event,
+  // after the run's later ops too (a consumer stream's cudaStreamWaitEvent,
+  // a host's wait): such a late wait makes the worker cut its runs at
+  // kShortRun ops for its next kShortCovers events, as a stream that others
+  // wait on keeps its dependencies fine-grained. Set by the waiter, taken
+  // by the worker at its next cut.
+  static constexpr std::size_t kShortRun = 32;
+  static constexpr std::uint64_t kShortCovers = 128;
+  std::atomic<bool> late_wait_{false};
+  std::uint64_t short_covers_left_ = 0;  // worker only
   // How long a GPU stream's worker and completion thread poll their queues
   // before they sleep (a host waiter for its ops: lane_->host_poll(); the
   // worker polls on while such a waiter polls, and this long after).

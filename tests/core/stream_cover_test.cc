@@ -11,8 +11,8 @@
 // event covers, how long a host's wait polls before it sleeps, the worker
 // kept awake while the host polls, a wait for a launch woken only once
 // its op is covered, two waiters each served at their op's launch, runs
-// cut by the bytes their ops allocate, the threads' names, and shutdown
-// with work queued.
+// cut by the bytes their ops allocate and shortened after a late wait, the
+// threads' names, and shutdown with work queued.
 #include <pthread.h>
 
 #include <algorithm>
@@ -376,6 +376,38 @@ TEST(StreamCover, ARunOfLargeOpsIsCoveredByItsBytes) {
   EXPECT_GE(a.lane->records.load(), static_cast<std::uint64_t>(kOps / 2)) << "runs of large ops past 64 MiB";
   EXPECT_LE(b.lane->records.load(), static_cast<std::uint64_t>(kOps / 32)) << "runs of tiny ops cut short";
   EXPECT_GE(b.lane->records.load(), static_cast<std::uint64_t>(kOps / 128));
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, ALateWaitMakesTheNextRunsShort) {
+  // Runs of tiny ops are up to 128 long. A wait for an op covered in the
+  // middle of a run, not done yet, lands on the run's event after its later
+  // ops: once one is seen, the worker cuts its runs at 32 ops for a while.
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  a.lane->host_poll_us = 60'000'000;  // the late waiter polls (host_pollers) until served
+  // A burst of 256 ops behind a hold on the host: every op's queue is full.
+  auto burst = [&a] {
+    std::latch hold(1);
+    push(*a.stream, [&hold] { hold.wait(); }, {}, false);
+    for (int i = 0; i < 256; ++i) push(*a.stream, [] {});
+    const std::uint64_t before = a.lane->records.load();
+    hold.count_down();
+    while (a.stream->launched() < a.stream->pushed()) std::this_thread::yield();
+    return a.lane->records.load() - before;
+  };
+  std::latch device(1);
+  push(*a.stream, [&device] { device.wait(); });  // nothing after this is done until the end
+  const std::uint64_t long_runs = burst();
+  EXPECT_LE(long_runs, 4u) << "runs of tiny ops shorter than 128 before any late wait";
+  const std::uint64_t mid = a.stream->launched() - 100;  // covered, not its run's last, not done
+  std::thread late([&a, mid] { a.stream->wait_until(mid); });
+  while (a.stream->host_pollers() < 1) std::this_thread::yield();
+  const std::uint64_t short_runs = burst();
+  EXPECT_GE(short_runs, 8u) << "runs of more than 32 ops after a late wait";
+  device.count_down();
+  late.join();
+  a.stream->wait_until(a.stream->pushed());
   EXPECT_EQ(hooks.failures.load(), 0);
 }
 
