@@ -334,7 +334,9 @@ class AsyncEngine final : public EngineBackend, private Stream::Hooks {
       std::int64_t t0 = now_ns();
       counters_->stalling.store(true, std::memory_order_relaxed);
       while (step_ends_.size() + 1 > k) {
-        for (const auto& p : step_ends_.front()) p.stream->wait_until(p.seq);
+        // Pacing only: these waits read no value, so they do not shorten
+        // a GPU stream's runs of ops (Stream::note_wait).
+        for (const auto& p : step_ends_.front()) p.stream->wait_completed(p.seq, false);
         step_ends_.pop_front();
       }
       counters_->stalling.store(false, std::memory_order_relaxed);

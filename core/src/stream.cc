@@ -30,6 +30,8 @@ Stream::Stream(Hooks& hooks, int index, std::unique_ptr<backend::Lane> lane, std
       lane_(std::move(lane)) {
   if (lane_) {
     uncovered_.reserve(kCoverEvery);
+    run_end_ = std::make_unique<std::atomic<std::uint64_t>[]>(backend::Lane::kRing);
+    for (std::uint64_t i = 0; i < backend::Lane::kRing; ++i) run_end_[i].store(0, std::memory_order_relaxed);
     queue_.set_poll(kGpuPoll);
     inflight_.set_poll(kGpuPoll);
     completer_ = std::thread([this] { completion_worker(); });
@@ -135,6 +137,7 @@ void Stream::launch_here(QueuedOp* op) {
   // lost, whatever the error (as in cover()).
   if (rec) hooks_.async_failure(*op, index_, rec.what, false);
   op->cover = op->seq;
+  run_end_[op->seq % backend::Lane::kRing].store(op->seq, std::memory_order_relaxed);
   inflight_.push(op);
   publish_launched(op->seq);
 }
@@ -164,10 +167,11 @@ void raise_to(std::atomic<std::uint64_t>& a, std::uint64_t seq) {
 }  // namespace
 
 void Stream::note_wait(std::uint64_t seq) {
-  // Late: launched ops after it are covered too (the latest covered op is
-  // its run's last, so a wait for it is not), and the device has not done it.
-  if (launched() > seq && !reached(seq) && !late_wait_.load(std::memory_order_relaxed))
-    late_wait_.store(true, std::memory_order_relaxed);
+  // Late: covered, not done, and not its run's last (its wait then lands on
+  // an event after later ops).
+  if (launched() < seq || reached(seq) || late_wait_.load(std::memory_order_relaxed)) return;
+  if (run_end_[seq % backend::Lane::kRing].load(std::memory_order_relaxed) == seq) return;
+  late_wait_.store(true, std::memory_order_relaxed);
 }
 
 void Stream::want(std::uint64_t seq) {
@@ -185,12 +189,10 @@ void Stream::want(std::uint64_t seq) {
   }
 }
 
-void Stream::wait_until(std::uint64_t seq) { wait_completed(seq, true); }
-
-void Stream::wait_completed(std::uint64_t seq, bool waiter_outside) {
+void Stream::wait_completed(std::uint64_t seq, bool for_data) {
   if (reached(seq)) return;
   if (lane_) {
-    if (waiter_outside) note_wait(seq);
+    if (for_data) note_wait(seq);
     want(seq);
     raise_to(host_wants_, seq);
   }
@@ -335,12 +337,18 @@ void Stream::worker() {
   }
   // Whether a waiter asked for an op launched and not yet covered: the
   // latest op asked for, or the earliest.
+  // When the op asked for lies kShortRun or more ops before the run's last
+  // (launched well before the waiter asked), the waiter was late: runs go
+  // short, as note_wait makes them for a wait after the cover.
   auto wanted_now = [&] {
     if (uncovered_.empty()) return false;
     const std::uint64_t lo = uncovered_.front()->seq, hi = uncovered_.back()->seq;
     const std::uint64_t w = wanted_.load(std::memory_order_seq_cst);
     const std::uint64_t f = wanted_first_.load(std::memory_order_seq_cst);
-    return (w >= lo && w <= hi) || (f >= lo && f <= hi);
+    const bool in_w = w >= lo && w <= hi, in_f = f >= lo && f <= hi;
+    if ((in_w && hi - w >= kShortRun) || (in_f && hi - f >= kShortRun))
+      late_wait_.store(true, std::memory_order_relaxed);
+    return in_w || in_f;
   };
   for (;;) {
     QueuedOp* op = nullptr;
@@ -423,12 +431,13 @@ void Stream::cover() {
     op->cover = seq;
     inflight_.put(op);
   }
+  run_end_[seq % backend::Lane::kRing].store(seq, std::memory_order_relaxed);
   inflight_.publish();  // the run at once: one store and one wake-up, not one per op
   uncovered_.clear();
   uncovered_bytes_ = 0;
   if (late_wait_.load(std::memory_order_relaxed)) {
     late_wait_.store(false, std::memory_order_relaxed);
-    short_covers_left_ = kShortCovers;
+    short_covers_left_ = kShortCovers - 1;  // this cover is the first of them
   } else if (short_covers_left_ > 0) {
     --short_covers_left_;
   }

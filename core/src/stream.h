@@ -164,7 +164,11 @@ class Stream {
   bool on_host() const { return lane_ == nullptr; }
   /// Blocks until `seq` ops have completed: a short spin, on a GPU stream
   /// a poll (as long as its lane's host_poll), then sleep.
-  void wait_until(std::uint64_t seq);
+  void wait_until(std::uint64_t seq) { wait_completed(seq, true); }
+  /// wait_until; `for_data` false for a wait that only paces its caller
+  /// (the sync policy's step gate, the worker's own waits for its event
+  /// ring's slots): it does not make the stream's runs short.
+  void wait_completed(std::uint64_t seq, bool for_data);
   /// How many times a wait_until slept (was woken by a completion).
   std::uint64_t host_sleeps() const { return host_sleeps_.load(std::memory_order_relaxed); }
   /// How many times a wait_launched woke from a sleep (tests).
@@ -201,9 +205,6 @@ class Stream {
   /// the op is covered, not its run's last, and not done, the worker's next
   /// runs are short.
   void note_wait(std::uint64_t seq);
-  /// wait_until; `waiter_outside` false for the worker's own waits for its
-  /// event ring's slots, which do not shorten its runs.
-  void wait_completed(std::uint64_t seq, bool waiter_outside);
   /// Worker, GPU streams: records one event after the ops launched since the
   /// last one, which then count as launched and go to the completion thread.
   void cover();
@@ -257,16 +258,22 @@ class Stream {
   // run's last op.
   static constexpr std::size_t kCoverEvery = 128;
   static constexpr std::uint64_t kCoverBytes = std::uint64_t{64} << 20;
-  // A wait for an op already covered but not done lands on its run's event,
-  // after the run's later ops too (a consumer stream's cudaStreamWaitEvent,
-  // a host's wait): such a late wait makes the worker cut its runs at
-  // kShortRun ops for its next kShortCovers events, as a stream that others
-  // wait on keeps its dependencies fine-grained. Set by the waiter, taken
-  // by the worker at its next cut.
+  // A wait for an op already covered but not done, and not its run's last,
+  // lands on its run's event, after the run's later ops too (a consumer
+  // stream's cudaStreamWaitEvent, a host's wait); so does a request for an
+  // op launched kShortRun or more ops before the worker saw it. Such a late
+  // wait makes the worker cut its runs at kShortRun ops for kShortCovers
+  // events, as a stream that others wait on keeps its dependencies
+  // fine-grained. Set by the waiter (or the worker), taken by the worker at
+  // its next cover.
   static constexpr std::size_t kShortRun = 32;
   static constexpr std::uint64_t kShortCovers = 128;
   std::atomic<bool> late_wait_{false};
   std::uint64_t short_covers_left_ = 0;  // worker only
+  // The op each event slot was last recorded after (GPU streams; written by
+  // the worker at a cover, read by waiters): a wait for an op that ends its
+  // run lands on its own event and is not late.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> run_end_;
   // How long a GPU stream's worker and completion thread poll their queues
   // before they sleep (a host waiter for its ops: lane_->host_poll(); the
   // worker polls on while such a waiter polls, and this long after).
