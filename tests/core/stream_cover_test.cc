@@ -11,8 +11,9 @@
 // event covers, how long a host's wait polls before it sleeps, the worker
 // kept awake while the host polls, a wait for a launch woken only once
 // its op is covered, two waiters each served at their op's launch, runs
-// cut by the bytes their ops allocate and shortened after a late wait, the
-// threads' names, and shutdown with work queued.
+// cut by the bytes their ops allocate, runs shortened for 128 events after
+// a late wait (a host's or another stream's; a wait for a run's last op is
+// not late), the threads' names, and shutdown with work queued.
 #include <pthread.h>
 
 #include <algorithm>
@@ -148,6 +149,12 @@ class SimLane final : public backend::Lane {
     return {};
   }
   std::chrono::microseconds host_poll() const override { return std::chrono::microseconds(host_poll_us.load()); }
+  /// Whether the latest event in op `seq`'s slot was recorded right after it
+  /// (`seq` ended a run).
+  bool recorded_after(std::uint64_t seq) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return recorded_at_[seq % kRing] == seq;
+  }
   backend::Fault record_begin(std::uint64_t) override { return {"untimed", false}; }
   backend::Fault record_end(std::uint64_t) override { return {"untimed", false}; }
   bool span(std::uint64_t, std::int64_t&, std::int64_t&) override { return false; }
@@ -199,6 +206,11 @@ struct SimStream {
   bool joined = false;
 };
 
+/// Holds `s`'s worker on the host while 256 tiny ops queue behind it, lets
+/// it go and waits until every op is launched; returns the events recorded
+/// meanwhile (at least 2 with runs of 128 ops, at least 8 with runs of 32).
+std::uint64_t burst(SimStream& s);
+
 /// Pushes an op whose kernel enqueues `device_work` on its stream's queue
 /// (or, not launch-only, runs `host_work` on the worker); returns its seq.
 std::uint64_t push(Stream& s, std::function<void()> device_work, std::vector<StreamPoint> waits = {},
@@ -213,6 +225,16 @@ std::uint64_t push(Stream& s, std::function<void()> device_work, std::vector<Str
   for (const StreamPoint& p : waits) op->waits[op->nwaits++] = p;
   s.enqueue(op);
   return op->seq;
+}
+
+std::uint64_t burst(SimStream& s) {
+  std::latch hold(1);
+  push(*s.stream, [&hold] { hold.wait(); }, {}, false);
+  for (int i = 0; i < 256; ++i) push(*s.stream, [] {});
+  const std::uint64_t before = s.lane->records.load();
+  hold.count_down();
+  while (s.stream->launched() < s.stream->pushed()) std::this_thread::yield();
+  return s.lane->records.load() - before;
 }
 
 TEST(StreamCover, CompletionNeverRunsAheadOfTheDeviceAcrossTheRing) {
@@ -386,27 +408,89 @@ TEST(StreamCover, ALateWaitMakesTheNextRunsShort) {
   Hooks hooks;
   SimStream a(hooks, 0);
   a.lane->host_poll_us = 60'000'000;  // the late waiter polls (host_pollers) until served
-  // A burst of 256 ops behind a hold on the host: every op's queue is full.
-  auto burst = [&a] {
-    std::latch hold(1);
-    push(*a.stream, [&hold] { hold.wait(); }, {}, false);
-    for (int i = 0; i < 256; ++i) push(*a.stream, [] {});
-    const std::uint64_t before = a.lane->records.load();
-    hold.count_down();
-    while (a.stream->launched() < a.stream->pushed()) std::this_thread::yield();
-    return a.lane->records.load() - before;
-  };
   std::latch device(1);
   push(*a.stream, [&device] { device.wait(); });  // nothing after this is done until the end
-  const std::uint64_t long_runs = burst();
+  const std::uint64_t long_runs = burst(a);
   EXPECT_LE(long_runs, 4u) << "runs of tiny ops shorter than 128 before any late wait";
   const std::uint64_t mid = a.stream->launched() - 100;  // covered, not its run's last, not done
   std::thread late([&a, mid] { a.stream->wait_until(mid); });
   while (a.stream->host_pollers() < 1) std::this_thread::yield();
-  const std::uint64_t short_runs = burst();
+  const std::uint64_t short_runs = burst(a);
   EXPECT_GE(short_runs, 8u) << "runs of more than 32 ops after a late wait";
   device.count_down();
   late.join();
+  a.stream->wait_until(a.stream->pushed());
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, AConsumerStreamsLateWaitMakesTheProducersRunsShort) {
+  // The same late wait from another GPU stream: b's op waits (on the
+  // device) for an op of a covered in the middle of a run and not done.
+  Hooks hooks;
+  SimStream a(hooks, 0), b(hooks, 1);
+  std::latch device(1);
+  push(*a.stream, [&device] { device.wait(); });
+  EXPECT_LE(burst(a), 4u) << "runs of tiny ops shorter than 128 before any late wait";
+  const std::uint64_t mid = a.stream->launched() - 100;
+  std::atomic<bool> ran{false};
+  const std::uint64_t consumer = push(*b.stream, [&ran] { ran = true; }, {{a.stream.get(), mid}});
+  // Once b's worker has launched its op, it has made its wait on a.
+  while (b.stream->launched() < consumer) std::this_thread::yield();
+  EXPECT_GE(burst(a), 8u) << "runs of more than 32 ops after a consumer stream's late wait";
+  EXPECT_FALSE(ran.load()) << "b's op ran before the op of a it waits for";
+  device.count_down();
+  b.stream->wait_until(consumer);
+  EXPECT_TRUE(ran.load());
+  a.stream->wait_until(a.stream->pushed());
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, AWaitForARunsLastOpIsNotLate) {
+  // The event after a run's last op is that op's own: waiting for it waits
+  // for nothing later, so the runs stay long.
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  a.lane->host_poll_us = 60'000'000;  // the waiter polls (host_pollers) until served
+  std::latch device(1);
+  push(*a.stream, [&device] { device.wait(); });
+  EXPECT_LE(burst(a), 4u);
+  std::uint64_t end = a.stream->launched() - 100;
+  while (!a.lane->recorded_after(end)) --end;  // the last op of an earlier run
+  ASSERT_LT(a.stream->completed(), end);
+  std::thread waiter([&a, end] { a.stream->wait_until(end); });
+  while (a.stream->host_pollers() < 1) std::this_thread::yield();
+  EXPECT_LE(burst(a), 4u) << "a wait for a run's last op made the runs short";
+  device.count_down();
+  waiter.join();
+  a.stream->wait_until(a.stream->pushed());
+  EXPECT_EQ(hooks.failures.load(), 0);
+}
+
+TEST(StreamCover, RunsGrowLongAgainAfterTheShortOnes) {
+  // A late wait shortens the next 128 runs only: then, with no late wait
+  // since, runs of tiny ops are 128 long again.
+  Hooks hooks;
+  SimStream a(hooks, 0);
+  a.lane->host_poll_us = 60'000'000;
+  std::latch device(1);
+  push(*a.stream, [&device] { device.wait(); });
+  burst(a);
+  const std::uint64_t mid = a.stream->launched() - 100;
+  std::thread late([&a, mid] { a.stream->wait_until(mid); });
+  while (a.stream->host_pollers() < 1) std::this_thread::yield();
+  device.count_down();  // from here every op completes, and nobody waits late
+  late.join();
+  std::uint64_t short_events = 0, events = burst(a);
+  EXPECT_GE(events, 8u) << "runs of more than 32 ops after a late wait";
+  int bursts = 1;
+  // 128 short events take 16 bursts of 8; 24 leave room for runs cut early.
+  while (events > 4 && bursts < 24) {
+    short_events += events;
+    events = burst(a);
+    ++bursts;
+  }
+  EXPECT_LE(events, 4u) << "runs still short after " << bursts << " bursts (" << short_events << " events)";
+  EXPECT_GE(short_events, 120u) << "runs grew long again before 128 short events";
   a.stream->wait_until(a.stream->pushed());
   EXPECT_EQ(hooks.failures.load(), 0);
 }
