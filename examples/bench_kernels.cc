@@ -58,6 +58,8 @@ std::vector<Case> all_cases(const Options& o, const tide::Tensor& x, const tide:
       {"add", "z = x + y, n f32", 12 * n, [&] { return x + y; }},
       {"add_scalar", "z = x + 1, n f32", 8 * n, [&] { return x + 1; }},
       {"mul", "z = x * y, n f32", 12 * n, [&] { return x * y; }},
+      {"fill", "full(n, 0.5): written once", 4 * n,
+       [&] { return tide::full({o.elements}, 0.5, {tide::DType::f32, x.device()}); }},
       {"randn", "randn(n): Philox normals, written once", 4 * n,
        [&] { return tide::randn({o.elements}, {tide::DType::f32, x.device()}); }},
       {"relu_grad", "relu_backward(dy = x, y), n f32", 12 * n, [&] { return tide::relu_backward(x, y); }},

@@ -56,6 +56,7 @@ def main():
         "add": (12 * n, lambda: x + y),
         "add_scalar": (8 * n, lambda: x + 1),
         "mul": (12 * n, lambda: x * y),
+        "fill": (4 * n, lambda: torch.full((n,), 0.5, device=dev)),
         "randn": (4 * n, lambda: torch.randn(n, device=dev)),
         # What ReLU's backward runs: dy where the input is above 0.
         "relu_grad": (12 * n, lambda: torch.ops.aten.threshold_backward(x, y, 0)),

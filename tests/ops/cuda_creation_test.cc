@@ -1,6 +1,6 @@
-// CUDA creation ops against the CPU backend: fills, ranges and host copies
-// exactly, and Philox random numbers bit for bit for the same seed and
-// offset (f64 normals within 1e-12, see below).
+// CUDA creation ops against the CPU backend: fills (every dtype, ragged
+// sizes), ranges and host copies exactly, and Philox random numbers bit for
+// bit for the same seed and offset (f64 normals within 1e-12, see below).
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -19,10 +19,15 @@ TensorOptions on_cpu(DType t) { return {t, cpu(0)}; }
 TEST_P(CudaCreationTest, FillsMatchCpu) {
   TIDE_REQUIRE_GPU();
   GpuEngine eng(GetParam());
-  for_each_dtype_of([&](auto tag) {
+  // Fills store 16-byte packs, then the elements past the last whole pack:
+  // sizes with no whole pack, one and a bit, and ragged tails of every
+  // length a pack of 4, 2 or 16 leaves.
+  std::vector<std::int64_t> sizes = kGpuSizes;
+  for (std::int64_t n : {2, 5, 6, 7, 17, 31, 4099}) sizes.push_back(n);
+  for_each_numeric_dtype([&](auto tag) {
     using T = decltype(tag);
     const DType dt = dtype_v<T>;
-    for (std::int64_t n : kGpuSizes) {
+    for (std::int64_t n : sizes) {
       const Shape s{n};
       Tensor z = zeros(s, on_gpu(dt));
       EXPECT_EQ(z.device(), cuda(0));
@@ -39,6 +44,12 @@ TEST_P(CudaCreationTest, FillsMatchCpu) {
                      label("full", dt, n) + " v=" + std::to_string(v));
     }
   });
+  for (std::int64_t n : sizes) {
+    EXPECT_EQ(full({n}, 1.0, on_gpu(DType::b8)).to_vector<bool>(), std::vector<bool>(static_cast<std::size_t>(n), true))
+        << "bool fill of " << n;
+    EXPECT_EQ(zeros({n}, on_gpu(DType::b8)).to_vector<bool>(), std::vector<bool>(static_cast<std::size_t>(n), false))
+        << "bool fill of " << n;
+  }
   // Shapes of several dimensions and a 0-d tensor.
   EXPECT_EQ(full({2, 0, 3}, 1.0, on_gpu(DType::f32)).numel(), 0);
   EXPECT_EQ(full(Shape{}, 4.5, on_gpu(DType::f64)).item<double>(), 4.5);

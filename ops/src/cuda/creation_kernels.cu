@@ -24,6 +24,21 @@ __global__ void fill_kernel(T* out, std::int64_t n, T value) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = value;
 }
 
+/// The same by 16-byte stores (`out` 16-byte aligned): the whole packs in a
+/// grid-stride loop, then the elements past the last of them. Stores need
+/// no unrolling to keep bytes in flight: a thread does not wait for them.
+template <typename T>
+__global__ void fill_packs_kernel(T* out, std::int64_t n, T value) {
+  using P = Pack16<T>;
+  P p;
+#pragma unroll
+  for (int k = 0; k < P::kWidth; ++k) p.v[k] = value;
+  const std::int64_t packs = n / P::kWidth;
+  auto* dst = reinterpret_cast<P*>(out);
+  for (std::int64_t i = first_index(); i < packs; i += grid_stride()) dst[i] = p;
+  for (std::int64_t i = packs * P::kWidth + first_index(); i < n; i += grid_stride()) out[i] = value;
+}
+
 template <typename T>
 __global__ void arange_kernel(T* out, std::int64_t n, double start, double step) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
@@ -108,8 +123,14 @@ void launch_fill(DType dtype, void* out, std::int64_t n, double value, void* str
   if (n == 0) return;
   dispatch_dtype_or_bool(dtype, [&](auto tag) {
     using T = decltype(tag);
-    fill_kernel<T><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(static_cast<T*>(out), n,
-                                                                    static_cast<T>(value));
+    auto* to = static_cast<T*>(out);
+    if (aligned16(out)) {
+      // One thread per pack (the tail's few elements go to the first threads).
+      const std::int64_t packs = std::max<std::int64_t>(n / Pack16<T>::kWidth, 1);
+      fill_packs_kernel<T><<<grid_for(packs), kThreads, 0, as_stream(stream)>>>(to, n, static_cast<T>(value));
+    } else {
+      fill_kernel<T><<<grid_for(n), kThreads, 0, as_stream(stream)>>>(to, n, static_cast<T>(value));
+    }
     TIDE_CUDA_LAUNCH_CHECK();
   });
 }

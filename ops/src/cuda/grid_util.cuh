@@ -66,4 +66,7 @@ struct alignas(16) Pack16 {
   T v[kWidth];
 };
 
+/// Whether p may be read or written by Pack16s.
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 }  // namespace tide::cuda_kernels

@@ -96,8 +96,6 @@ __global__ void map_packs_kernel(T* out, std::int64_t n, F f, const In*... in) {
     for (std::int64_t i = packs * P::kWidth + threadIdx.x; i < n; i += blockDim.x) out[i] = f(in[i]...);
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 /// Launches map_packs_kernel over `in` when every pointer is 16-byte
 /// aligned and every input is of the output's type (a block per tile,
 /// capped), map_kernel otherwise (a comparison's bool output among them).
