@@ -9,6 +9,7 @@
 #include <string>
 
 #include "op_util.h"
+#include "views_internal.h"
 
 namespace tide::detail {
 
@@ -119,8 +120,9 @@ inline void check_like_param(const char* op, const Arg& param, const Arg& a) {
 }
 
 /// grad and the states like param, and no state sharing a storage with
-/// param, grad or another state (grad may alias param: each element is read
-/// before it is written).
+/// param, grad or another state, a mirror counting as the elements of its
+/// source it follows (grad may alias param: each element is read before it
+/// is written).
 inline void check_optimizer_tensors(const char* op, const Arg& param, const Arg& grad,
                              std::initializer_list<Arg> states) {
   check_floating_arg(op, param);
@@ -130,14 +132,23 @@ inline void check_optimizer_tensors(const char* op, const Arg& param, const Arg&
                      "give it a copy");
   for (const Arg& s : states) check_like_param(op, param, s);
   for (const Arg* s = states.begin(); s != states.end(); ++s) {
-    for (const Arg* other : {&param, &grad})
+    for (const Arg* other : {&param, &grad}) {
       if (s->t.is_same(other->t))
         throw ValueError(op_prefix(op) + quoted(s->role) + " shares its storage with " +
                          quoted(other->role) + "; optimizer state needs tensors of its own");
-    for (const Arg* t = s + 1; t != states.end(); ++t)
+      if (shares_memory(s->t, true, other->t, other == &param))
+        throw ValueError(op_prefix(op) + quoted(s->role) + " shares elements with " + quoted(other->role) +
+                         " through a mirror (as_strided); optimizer state needs tensors of its own");
+    }
+    for (const Arg* t = s + 1; t != states.end(); ++t) {
       if (s->t.is_same(t->t))
         throw ValueError(op_prefix(op) + quoted(s->role) + " and " + quoted(t->role) +
                          " share one storage; optimizer state needs tensors of its own");
+      if (shares_memory(s->t, true, t->t, true))
+        throw ValueError(op_prefix(op) + quoted(s->role) + " and " + quoted(t->role) +
+                         " share elements through a mirror (as_strided); optimizer state needs tensors of "
+                         "its own");
+    }
   }
 }
 

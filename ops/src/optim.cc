@@ -10,6 +10,7 @@
 #include <array>
 #include <functional>
 #include <cmath>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "kernels.h"
 #include "nn_checks.h"
 #include "op_util.h"
+#include "views_internal.h"
 
 namespace tide {
 
@@ -144,20 +146,24 @@ std::vector<Entry> entries(const char* name, std::span<Tensor> params, std::span
     }
   }
   // No tensor an entry writes may share a byte with a tensor of another
-  // entry. Every tensor's bytes, sorted by the block they lie in and then by
-  // where they start: only runs within one block are compared, so a list of
-  // separate tensors costs a sort.
+  // entry, a mirror counting as the elements of its source it follows
+  // (a parameter and its transpose from as_strided, say). Every tensor's
+  // bytes, sorted by the block they lie in and then by where they start:
+  // only runs within one block are compared, so a list of separate tensors
+  // costs a sort. Where a mirror's bound meets another's bytes, their
+  // elements are compared as the engine writes them (shares_memory).
   struct Bytes {
     const Storage* owner;
     std::size_t begin, end, entry;
-    bool written;
+    bool written, mirror;
+    const Tensor* tensor;
   };
   std::vector<Bytes> bytes;
   bytes.reserve(count * static_cast<std::size_t>(2 + nstates));
   for (std::size_t k = 0; k < count; ++k) {
     auto add = [&](const Tensor& t, bool written) {
-      const Storage& st = *t.storage();
-      bytes.push_back({st.owner(), st.offset(), st.offset() + t.nbytes(), k, written});
+      const AliasSpan span = alias_span(t);
+      bytes.push_back({span.block, span.begin, span.end, k, written, span.through_mirror, &t});
     };
     add(*out[k].param, true);
     add(*out[k].grad, false);
@@ -172,12 +178,32 @@ std::vector<Entry> entries(const char* name, std::span<Tensor> params, std::span
       // Sorted by start: once b starts past a's end, so do the rest.
       if (b.begin >= a.end) break;
       const bool shared = a.begin < b.end && b.begin < a.end;
-      if (shared && a.entry != b.entry && (a.written || b.written))
+      if (shared && a.entry != b.entry && (a.written || b.written) &&
+          (!(a.mirror || b.mirror) || shares_memory(*a.tensor, a.written, *b.tensor, b.written)))
         throw ValueError(op_prefix(name) + "entries " + std::to_string(std::min(a.entry, b.entry)) + " and " +
                          std::to_string(std::max(a.entry, b.entry)) +
-                         " share memory that one of them writes (a parameter or state listed twice, or "
-                         "overlapping views); each entry needs tensors of its own");
+                         " share memory that one of them writes (a parameter or state listed twice, "
+                         "overlapping views, or a mirror of the other's elements); each entry needs tensors "
+                         "of its own");
     }
+  // A mirror is written back whole: a list that writes part of one and
+  // another block of the same tree of mirrors would lose a write. The
+  // engine refuses such an op; refused here, before any op of the list is
+  // pushed, whichever ops the two would fall in.
+  for (std::size_t i = 0, j = 0; i < bytes.size(); i = j) {
+    const Bytes* part = nullptr;
+    for (j = i; j < bytes.size() && bytes[j].owner == bytes[i].owner; ++j)
+      if (bytes[j].written && writes_part_of_a_mirror(*bytes[j].tensor)) part = &bytes[j];
+    if (!part) continue;
+    const Storage* block = part->tensor->storage()->owner();
+    for (std::size_t k = i; k < j; ++k)
+      if (bytes[k].written && bytes[k].tensor->storage()->owner() != block)
+        throw ValueError(op_prefix(name) + "entry " + std::to_string(part->entry) +
+                         " writes part of a mirror (a view of a column, a step or a transpose) and entry " +
+                         std::to_string(bytes[k].entry) +
+                         " another view of the same tensor; a mirror is written back whole, so one of the "
+                         "writes would be lost. Step them in separate calls");
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <tide/core/mirror.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -276,6 +277,17 @@ class StridedMirror final : public Mirror {
     return std::make_pair(std::move(out), at);
   }
   const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  /// The element of the source (counted in its own elements) that this
+  /// mirror's element `i` (row-major in the mirror's shape) follows.
+  std::int64_t source_element(std::int64_t i) const {
+    std::int64_t at = offset_;
+    for (int k = shape_.ndim() - 1; k >= 0; --k) {
+      at += (i % shape_[k]) * strides_[static_cast<std::size_t>(k)];
+      i /= shape_[k];
+    }
+    return at;
+  }
   /// Whether this mirror picks (shape, strides, offset) of `source`'s elements.
   bool picks(const Storage& source, const Shape& shape, const std::vector<std::int64_t>& strides,
              std::int64_t offset) const {
@@ -346,6 +358,132 @@ bool is_mirror_of(const Tensor& m, const Tensor& a, const Shape& shape, const st
     return false;
   const auto* sm = dynamic_cast<const StridedMirror*>(mirror_of(*m.storage()));
   return sm && sm->picks(*a.storage(), shape, strides, offset);
+}
+
+detail::AliasSpan detail::alias_span(const Tensor& t) {
+  const Storage* st = t.storage().get();
+  AliasSpan span{st->owner(), st->offset(), st->offset() + t.nbytes(), false};
+  while (const Mirror* m = mirror_of(*span.block)) {
+    const Storage& src = *m->source();
+    span = {src.owner(), src.offset(), src.offset() + src.nbytes(), true};
+  }
+  return span;
+}
+
+bool detail::writes_part_of_a_mirror(const Tensor& t) {
+  const Storage& st = *t.storage();
+  return mirror_of(*st.owner()) != nullptr && !st.covers_owner();
+}
+
+namespace {
+
+/// The blocks a tensor's elements lie in and follow: its own, then each
+/// mirror's source's, up to a block that is no mirror.
+std::vector<const Storage*> path_of(const Tensor& t) {
+  std::vector<const Storage*> path{t.storage()->owner()};
+  while (const Mirror* m = mirror_of(*path.back())) path.push_back(m->source()->owner());
+  return path;
+}
+
+/// Calls f(at) with the byte of path[to] at which the element follows that
+/// each element of bytes [begin, end) of path[from] (elements of `es`
+/// bytes) ends up, mirror after mirror. False, calling nothing, where a
+/// mirror on the way is of a kind whose picks are not known here.
+template <typename F>
+bool each_element(const std::vector<const Storage*>& path, std::size_t from, std::size_t to, std::size_t begin,
+                  std::size_t end, std::size_t es, F&& f) {
+  std::vector<const StridedMirror*> mirrors;
+  std::vector<std::size_t> offsets;  // of each mirror's source in its block
+  for (std::size_t k = from; k < to; ++k) {
+    const Mirror* m = mirror_of(*path[k]);
+    mirrors.push_back(dynamic_cast<const StridedMirror*>(m));
+    if (!mirrors.back()) return false;
+    offsets.push_back(m->source()->offset());
+  }
+  for (std::size_t b = begin; b < end; b += es) {
+    std::size_t at = b;
+    for (std::size_t k = 0; k < mirrors.size(); ++k)  // a mirror's own block: its element at / es
+      at = offsets[k] + static_cast<std::size_t>(mirrors[k]->source_element(static_cast<std::int64_t>(at / es))) * es;
+    f(at);
+  }
+  return true;
+}
+
+/// What a step does to block path[level], where it meets another tensor's
+/// path: the elements of t it changes there (t's own, followed up), and
+/// those its write-backs write there (all of the block below `level` on
+/// t's path, written back whole; t's own where `level` is t's block).
+struct AtBlock {
+  const std::vector<const Storage*>* path;
+  std::size_t level, begin, end, es;  // t's bytes in its block, its element size
+  template <typename F>
+  bool changed(F&& f) const {
+    return each_element(*path, 0, level, begin, end, es, f);
+  }
+  template <typename F>
+  bool written_back(F&& f) const {
+    if (level == 0) return changed(f);
+    return each_element(*path, level - 1, level, 0, (*path)[level - 1]->nbytes(), es, f);
+  }
+};
+
+/// Whether the elements `a` calls meet those `b` calls, within bytes
+/// [lo, hi) of one block (a bit per element). True where either cannot
+/// tell (a mirror of a kind unknown here).
+template <typename A, typename B>
+bool meet(A&& a, B&& b, std::size_t lo, std::size_t hi, std::size_t es) {
+  std::vector<bool> marked((hi - lo + es - 1) / es, false);
+  if (!a([&](std::size_t at) {
+        if (at >= lo && at < hi) marked[(at - lo) / es] = true;
+      }))
+    return true;
+  bool shared = false;
+  if (!b([&](std::size_t at) { shared = shared || (at >= lo && at < hi && marked[(at - lo) / es]); })) return true;
+  return shared;
+}
+
+}  // namespace
+
+bool detail::shares_memory(const Tensor& a, bool a_written, const Tensor& b, bool b_written) {
+  if (a.nbytes() == 0 || b.nbytes() == 0 || (!a_written && !b_written)) return false;
+  // Without a mirror on either side (every optimizer step's usual case):
+  // one block, and its bytes.
+  const Storage &sa = *a.storage(), &sb = *b.storage();
+  if (!mirror_of(*sa.owner()) && !mirror_of(*sb.owner()))
+    return sa.owner() == sb.owner() && sa.offset() < sb.offset() + b.nbytes() &&
+           sb.offset() < sa.offset() + a.nbytes();
+  const std::vector<const Storage*> pa = path_of(a), pb = path_of(b);
+  if (pa.back() != pb.back()) return false;
+  // The first block both paths reach: from there up they are one path,
+  // and what each step leaves in that block is all that can collide.
+  std::size_t ia = 0, ib = 0;
+  for (; ia < pa.size(); ++ia) {
+    ib = static_cast<std::size_t>(std::find(pb.begin(), pb.end(), pa[ia]) - pb.begin());
+    if (ib < pb.size()) break;
+  }
+  const AtBlock at_a{&pa, ia, sa.offset(), sa.offset() + a.nbytes(), dtype_size(a.dtype())};
+  const AtBlock at_b{&pb, ib, sb.offset(), sb.offset() + b.nbytes(), dtype_size(b.dtype())};
+  if (ia == 0 && ib == 0) return at_a.begin < at_b.end && at_b.begin < at_a.end;  // one block: its bytes
+  if (at_a.es != at_b.es) return true;  // no op of tide reads one block as two dtypes
+  // Bytes of the meeting block that either may reach: t's own there, else
+  // the source of the mirror below it on t's path.
+  auto bound = [](const AtBlock& t) {
+    if (t.level == 0) return std::make_pair(t.begin, t.end);
+    const Storage& src = *mirror_of(*(*t.path)[t.level - 1])->source();
+    return std::make_pair(src.offset(), src.offset() + src.nbytes());
+  };
+  const auto [a_lo, a_hi] = bound(at_a);
+  const auto [b_lo, b_hi] = bound(at_b);
+  const std::size_t lo = std::max(a_lo, b_lo), hi = std::min(a_hi, b_hi), es = at_a.es;
+  if (lo >= hi) return false;
+  auto changed = [](const AtBlock& t) { return [&t](auto&& f) { return t.changed(f); }; };
+  auto written_back = [](const AtBlock& t) { return [&t](auto&& f) { return t.written_back(f); }; };
+  // A read meets what the other step changes (write-backs rewrite values
+  // that did not change, after the op); two writes collide where either's
+  // write-backs land on what the other changed.
+  if (!b_written) return meet(changed(at_a), changed(at_b), lo, hi, es);
+  if (!a_written) return meet(changed(at_b), changed(at_a), lo, hi, es);
+  return meet(written_back(at_a), changed(at_b), lo, hi, es) || meet(written_back(at_b), changed(at_a), lo, hi, es);
 }
 
 bool is_mirror(const Tensor& t) {

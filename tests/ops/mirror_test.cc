@@ -3,7 +3,7 @@
 // each write to either side, in stream order. A random program of writes
 // through a block, mirrors, mirrors of mirrors and views of mirrors is
 // checked against a host model; then what each write costs, lifetimes,
-// refusals and autograd.
+// refusals, autograd, and the optimizers' lists of mirrors.
 #include <tide/core/mirror.h>
 #include <tide/ops/autograd.h>
 #include <tide/ops/optim.h>
@@ -170,6 +170,110 @@ TEST_P(MirrorTest, AnOpWritingTwoMirrorsOfOneBlockKeepsBothWrites) {
   EXPECT_EQ(v.to_vector<float>(), v_alone.to_vector<float>());
   const std::vector<float> pv = p_alone.to_vector<float>(), vv = v_alone.to_vector<float>();
   EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{pv[0], vv[0], pv[1], vv[1], pv[2], vv[2]}));
+}
+
+/// Whether sgd_step_ over `params` (gradients of ones where none are given,
+/// zero velocities, lr 0.5) refuses the list with a ValueError whose
+/// message holds `why`, pushing nothing.
+bool step_refused(std::vector<Tensor> params, std::vector<Tensor> grads = {}, const char* why = "share memory") {
+  std::vector<Tensor> velocities;
+  for (const Tensor& p : params) {
+    if (grads.size() < params.size()) grads.push_back(ones(p.shape()));
+    velocities.push_back(zeros(p.shape()));
+  }
+  Engine& e = params.front().engine();
+  const std::uint64_t before = e.stats().ops_pushed;
+  try {
+    sgd_step_(params, grads, velocities, {.lr = 0.5});
+  } catch (const ValueError& err) {
+    EXPECT_NE(std::string(err.what()).find(why), std::string::npos) << err.what();
+    EXPECT_EQ(e.stats().ops_pushed, before) << "a refused step pushed ops";
+    return true;
+  }
+  return false;
+}
+
+TEST_P(MirrorTest, AnOptimizerListCountsAMirrorAsTheElementsItFollows) {
+  // The steps over lists refuse two entries sharing memory that one of them
+  // writes. A mirror is a block of its own, but what it shares is the
+  // elements of its source it follows; and a mirror of a mirror, written,
+  // is written back whole into the mirror it follows.
+  Tensor m = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
+  Tensor t = as_strided(m, {4, 3}, {1, 4}, 0);  // m's transpose
+  Tensor c1 = as_strided(m, {3}, {4}, 1), c2 = as_strided(m, {3}, {4}, 2);  // columns 1 and 2
+  Tensor carry = as_strided(t, {2}, {5}, 0);  // a mirror of t: m's elements 0 and 9
+  Tensor row0 = slice(m, 0, 0, 1), row1 = slice(m, 0, 1, 2), row2 = slice(m, 0, 2, 3);
+  ASSERT_TRUE(is_mirror(t) && is_mirror(c1) && is_mirror(carry));
+  ASSERT_EQ(mirror_of(*carry.storage())->source(), t.storage());
+  EXPECT_TRUE(step_refused({m, t})) << "a parameter and its transpose";
+  EXPECT_TRUE(step_refused({t, m})) << "the same, the other way round";
+  EXPECT_TRUE(step_refused({t, c1})) << "two mirrors of one block that share column 1";
+  EXPECT_TRUE(step_refused({c1, row1})) << "a column and a row crossing it";
+  EXPECT_TRUE(step_refused({c2, reshape(t, {12})})) << "a column and a view of the transpose";
+  EXPECT_TRUE(step_refused({row0, carry})) << "a row and a mirror of a mirror reaching into it (m[0, 0])";
+  EXPECT_TRUE(step_refused({row1, carry})) << "writing the mirror of a mirror writes all of t back into m";
+  EXPECT_TRUE(step_refused({row2, zeros({2})}, {ones({1, 4}), carry})) << "a gradient read from m[2, 1]";
+  // Disjoint picks of one block are entries of their own, and each step
+  // reaches the block through its mirror; a mirror of a mirror read as a
+  // gradient reads only its own elements.
+  EXPECT_FALSE(step_refused({c1, c2})) << "two columns";
+  EXPECT_FALSE(step_refused({row1, zeros({2})}, {ones({1, 4}), carry})) << "a gradient read from m[0, 0] and m[2, 1]";
+  // Nor may one parameter's state share an element with it.
+  const Tensor g3 = ones({3});
+  Tensor crossing = slice(reshape(m, {12}), 0, 4, 7);  // m[1, 0..2]: m[1, 1] is in column 1
+  EXPECT_THROW(sgd_step_(c1, g3, crossing, {.lr = 0.5, .momentum = 0.9}), ValueError);
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{0, 0.5f, 1.5f, 3, 3.5f, 4, 5, 6.5f, 8, 8.5f, 9.5f, 11}));
+}
+
+TEST_P(MirrorTest, AnOptimizerMayWriteDisjointPartsOfOneTreeOfMirrors) {
+  Tensor m = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
+  Tensor t = as_strided(m, {4, 3}, {1, 4}, 0);
+  Tensor carry = as_strided(t, {2}, {5}, 0);  // m[0], m[9]
+  // Two parts of one mirror's block: the block is written back once.
+  EXPECT_FALSE(step_refused({slice(carry, 0, 0, 1), slice(carry, 0, 1, 2)}));
+  // Two mirrors of one mirror, disjoint there: each is written back into t
+  // before t is written back whole.
+  Tensor r = reshape(t, {2, 6});
+  Tensor sib0 = as_strided(r, {2}, {6}, 0), sib1 = as_strided(r, {2}, {6}, 1);  // m[0], m[2]; m[4], m[6]
+  ASSERT_TRUE(is_mirror(sib0) && is_mirror(sib1));
+  ASSERT_EQ(mirror_of(*sib0.storage())->source()->owner(), t.storage().get());
+  EXPECT_FALSE(step_refused({sib0, sib1}));
+  // A mirror of a mirror written beside a gradient read from m elsewhere:
+  // the write-backs after the op rewrite only values that did not change.
+  Tensor x = zeros({2});
+  Tensor velocity = carry;  // momentum 0: the velocity becomes the gradient, m[4] and m[5]
+  EXPECT_NO_THROW(sgd_step_(x, slice(reshape(m, {12}), 0, 4, 6), velocity, {.lr = 0.5}));
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{-1.75f, -2.5f}));
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{3.5f, 1, 1.5f, 3, 3.5f, 5, 5.5f, 7, 8, 5, 10, 11}));
+}
+
+TEST_P(MirrorTest, AListWritingPartOfAMirrorAndAnotherBlockOfItsTreeIsRefusedWhole) {
+  // The engine writes a mirror back whole, so it refuses an op that writes
+  // part of one and another block of its tree. A list refuses it up front,
+  // even where the two fall in different ops (16 parameters per op), so
+  // that no op of the step is pushed.
+  // Here no element is written twice: column 1's write-back rewrites m[9]
+  // with the value it has.
+  Tensor m = from_vector(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4});
+  Tensor c1 = as_strided(m, {3}, {4}, 1);
+  Tensor part = slice(c1, 0, 0, 2);                  // m[1], m[5] of column 1's m[1], m[5], m[9]
+  Tensor other = slice(reshape(m, {12}), 0, 2, 4);  // m[2], m[3]
+  const char* why = "writes part of a mirror";
+  EXPECT_TRUE(step_refused({part, other}, {}, why));
+  // Where the whole write-back does land on the other's elements, the two
+  // share memory (part of a transpose's row, and m[1]).
+  Tensor t = as_strided(m, {4, 3}, {1, 4}, 0);
+  EXPECT_TRUE(step_refused({slice(t, 0, 1, 2), slice(reshape(m, {12}), 0, 2, 4)}));
+  std::vector<Tensor> many;
+  for (int i = 0; i < 16; ++i) many.push_back(zeros({2}));
+  many.push_back(part);
+  many.push_back(other);
+  EXPECT_TRUE(step_refused(many, {}, why));
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(many[static_cast<std::size_t>(i)].to_vector<float>(), (std::vector<float>{0, 0}));
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+  // Part of a mirror beside a block of another tree is written as usual.
+  EXPECT_FALSE(step_refused({part, zeros({2})}));
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{0, 0.5f, 2, 3, 4, 4.5f, 6, 7, 8, 9, 10, 11}));
 }
 
 TEST_P(MirrorTest, AWriteBackDoesNotClearItsSourcesPoison) {

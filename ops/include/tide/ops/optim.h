@@ -62,8 +62,13 @@ void adam_step_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, std::in
 // updates them all in one launch where the single-tensor form launches once
 // per parameter. Beyond the single-tensor checks, no tensor an entry writes
 // (its parameter or state) may overlap a tensor of another entry (their
-// order within one op is unspecified). Empty lists push nothing; lists of
-// different lengths are a ValueError.
+// order within one op is unspecified). A mirror from as_strided counts as
+// the elements of its source it follows. The engine writes a mirror back
+// whole: writing part of a mirror rewrites every element the mirror
+// follows, writing a mirror of a mirror every element the mirror above it
+// follows, and a list may not write part of a mirror and another tensor of
+// the same tree of mirrors.
+// Empty lists push nothing; lists of different lengths are a ValueError.
 
 void sgd_step_(std::span<Tensor> params, std::span<const Tensor> grads, std::span<Tensor> velocities,
                const SgdOptions& options, Loc loc = Loc::current());
