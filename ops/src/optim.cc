@@ -186,24 +186,28 @@ std::vector<Entry> entries(const char* name, std::span<Tensor> params, std::span
                          "overlapping views, or a mirror of the other's elements); each entry needs tensors "
                          "of its own");
     }
-  // A mirror is written back whole: a list that writes part of one and
-  // another block of the same tree of mirrors would lose a write. The
-  // engine refuses such an op; refused here, before any op of the list is
-  // pushed, whichever ops the two would fall in.
-  for (std::size_t i = 0, j = 0; i < bytes.size(); i = j) {
-    const Bytes* part = nullptr;
-    for (j = i; j < bytes.size() && bytes[j].owner == bytes[i].owner; ++j)
-      if (bytes[j].written && writes_part_of_a_mirror(*bytes[j].tensor)) part = &bytes[j];
-    if (!part) continue;
-    const Storage* block = part->tensor->storage()->owner();
-    for (std::size_t k = i; k < j; ++k)
-      if (bytes[k].written && bytes[k].tensor->storage()->owner() != block)
-        throw ValueError(op_prefix(name) + "entry " + std::to_string(part->entry) +
-                         " writes part of a mirror (a view of a column, a step or a transpose) and entry " +
-                         std::to_string(bytes[k].entry) +
-                         " another view of the same tensor; a mirror is written back whole, so one of the "
-                         "writes would be lost. Step them in separate calls");
+  // A mirror is written back whole: an op that writes part of one and two
+  // blocks of one tree of mirrors (the engine does not tell whose tree)
+  // would lose a write, and the engine refuses it. Refused here, before
+  // any op of the list is pushed, whichever ops the tensors fall in.
+  const Bytes* part = nullptr;
+  for (const Bytes& b : bytes)
+    if (!part && b.written && writes_part_of_a_mirror(*b.tensor)) part = &b;
+  const Bytes *one = nullptr, *two = nullptr;  // written, other blocks, one tree
+  for (std::size_t i = 0; part && !two && i < bytes.size(); ++i) {
+    const Bytes& b = bytes[i];
+    if (!b.written) continue;
+    for (std::size_t k = i + 1; !two && k < bytes.size() && bytes[k].owner == b.owner; ++k)
+      if (bytes[k].written && bytes[k].tensor->storage()->owner() != b.tensor->storage()->owner())
+        one = &b, two = &bytes[k];
   }
+  if (two)
+    throw ValueError(op_prefix(name) + "entry " + std::to_string(part->entry) +
+                     " writes part of a mirror (a view of a column, a step or a transpose), and entries " +
+                     std::to_string(std::min(one->entry, two->entry)) + " and " +
+                     std::to_string(std::max(one->entry, two->entry)) +
+                     " write two views of one tensor; a mirror is written back whole, so a write could be "
+                     "lost. Step them in separate calls");
   return out;
 }
 

@@ -261,15 +261,26 @@ TEST_P(MirrorTest, AListWritingPartOfAMirrorAndAnotherBlockOfItsTreeIsRefusedWho
   const char* why = "writes part of a mirror";
   EXPECT_TRUE(step_refused({part, other}, {}, why));
   // Where the whole write-back does land on the other's elements, the two
-  // share memory (part of a transpose's row, and m[1]).
+  // share memory (row 1 of the transpose, whose write-back rewrites all of
+  // m, and m[2], m[3]).
   Tensor t = as_strided(m, {4, 3}, {1, 4}, 0);
   EXPECT_TRUE(step_refused({slice(t, 0, 1, 2), slice(reshape(m, {12}), 0, 2, 4)}));
-  std::vector<Tensor> many;
+  // In different ops: part in the first 16, other in the second.
+  std::vector<Tensor> many{part};
   for (int i = 0; i < 16; ++i) many.push_back(zeros({2}));
-  many.push_back(part);
   many.push_back(other);
   EXPECT_TRUE(step_refused(many, {}, why));
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(many[static_cast<std::size_t>(i)].to_vector<float>(), (std::vector<float>{0, 0}));
+  for (int i = 1; i <= 16; ++i) EXPECT_EQ(many[static_cast<std::size_t>(i)].to_vector<float>(), (std::vector<float>{0, 0}));
+  // The engine refuses an op with part of a mirror and two blocks of one
+  // tree even where they are two trees: so does the list, up front.
+  Tensor n = from_vector(std::vector<float>{0, 1, 2, 3}, {2, 2});
+  std::vector<Tensor> trees;
+  for (int i = 0; i < 16; ++i) trees.push_back(zeros({2}));
+  trees.push_back(part);
+  trees.push_back(as_strided(n, {2}, {2}, 0));
+  trees.push_back(as_strided(n, {2}, {2}, 1));
+  EXPECT_TRUE(step_refused(trees, {}, why));
+  EXPECT_EQ(n.to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
   EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
   // Part of a mirror beside a block of another tree is written as usual.
   EXPECT_FALSE(step_refused({part, zeros({2})}));

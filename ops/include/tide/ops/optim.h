@@ -66,8 +66,8 @@ void adam_step_(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, std::in
 // the elements of its source it follows. The engine writes a mirror back
 // whole: writing part of a mirror rewrites every element the mirror
 // follows, writing a mirror of a mirror every element the mirror above it
-// follows, and a list may not write part of a mirror and another tensor of
-// the same tree of mirrors.
+// follows, and a list that writes part of a mirror may not also write two
+// tensors of one tree of mirrors (the engine refuses such an op).
 // Empty lists push nothing; lists of different lengths are a ValueError.
 
 void sgd_step_(std::span<Tensor> params, std::span<const Tensor> grads, std::span<Tensor> velocities,
